@@ -1,0 +1,76 @@
+"""The analysed problem of a layer: its loop dimensions, the tensors each dimension indexes, and
+which input dimensions slide over which filter dimensions.
+
+This is the one place that knows how a convolution or a GEMM becomes loops and tensors; the
+analysis itself is generic over it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .workload import GEMM, Conv2D, Layer
+
+__all__ = ["Tensor", "Problem", "problem_of"]
+
+
+@dataclass(frozen=True)
+class Tensor:
+    name: str                 # "input", "weight" or "output"
+    dims: tuple[str, ...]     # dimensions that index it (input coordinates for convolutions)
+    is_output: bool = False
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Loop dims (``Y``/``X`` in input coordinates plus the derived output ``Y'``/``X'``),
+    tensors, and overlaps ``{reference dim: sliding dim}`` (``Y`` slides over ``R``)."""
+
+    kind: str                           # "conv2d" or "gemm"
+    layer_type: str                     # MAESTRO's: CONV, DSCONV, GEMM
+    dims: dict[str, int]
+    tensors: tuple[Tensor, ...]
+    overlaps: dict[str, str]
+    stride: int = 1
+    allowed_dims: tuple[str, ...] = ()
+
+    @property
+    def inputs(self) -> tuple[Tensor, ...]:
+        return tuple(t for t in self.tensors if not t.is_output)
+
+    @property
+    def output(self) -> Tensor:
+        return next(t for t in self.tensors if t.is_output)
+
+    def input_vars(self) -> list[str]:
+        """Every dimension some input tensor is indexed by, sorted (MAESTRO's order for the
+        directives it adds for unmentioned dimensions)."""
+        return sorted({d for t in self.inputs for d in t.dims})
+
+
+def problem_of(layer: Layer, *, with_batch: bool = False) -> Problem:
+    """The analysed problem of one layer (one group of a grouped convolution, one batch item of
+    a batched GEMM; the caller multiplies by ``layer.repeat``).
+
+    ``with_batch`` keeps a batch dimension ``N`` of size 1 (a dataflow that names ``N``)."""
+    dims = layer.dims()
+    if isinstance(layer, GEMM):
+        tensors = (Tensor("input", ("M", "K")), Tensor("weight", ("K", "N")),
+                   Tensor("output", ("M", "N"), is_output=True))
+        return Problem("gemm", "GEMM", dict(dims), tensors, {}, 1, ("M", "N", "K"))
+    assert isinstance(layer, Conv2D)
+    batch = with_batch or dims["N"] > 1
+    n = ("N",) if batch else ()
+    if not batch:
+        dims = {k: v for k, v in dims.items() if k != "N"}
+    if layer.depthwise:
+        tensors = (Tensor("input", n + ("C", "Y", "X")), Tensor("weight", ("C", "R", "S")),
+                   Tensor("output", n + ("C", "Y", "X"), is_output=True))
+    else:
+        tensors = (Tensor("input", n + ("C", "Y", "X")), Tensor("weight", ("K", "C", "R", "S")),
+                   Tensor("output", n + ("K", "Y", "X"), is_output=True))
+    full = dict(dims)
+    full["Y'"] = dims["Y"] - dims["R"] + 1
+    full["X'"] = dims["X"] - dims["S"] + 1
+    allowed = ("N", "K", "C", "Y", "X", "R", "S", "Y'", "X'")
+    return Problem("conv2d", layer.layer_type, full, tensors, {"Y": "R", "X": "S"}, layer.stride, allowed)
