@@ -38,6 +38,18 @@ def _cdiv(a: int, b: int) -> int:
     return q if a >= 0 else -q
 
 
+def _edge_units(remaining: int, size: int, ofs: int) -> tuple[int, bool]:
+    """Units active in a spatial fold that starts ``remaining`` elements before the end of the
+    dimension, and whether the last of them holds a partial tile.  Counted in tile positions, so
+    that with offset > size (strided windows) the gaps between tiles cost no unit — MAESTRO
+    counts elements there and activates a unit for the unused tail."""
+    if remaining < size:
+        return 1, False
+    full = (remaining - size) // ofs + 1
+    partial = full * ofs < remaining and (full - 1) * ofs + size < remaining
+    return full + partial, partial
+
+
 @dataclass(frozen=True)
 class _Map:
     spatial: bool
@@ -63,8 +75,9 @@ class _Level:
     """One cluster level: its directives, its static tile sizes, and its unit count."""
 
     def __init__(self, index: int, maps: list[_Map], dims: dict[str, int], size: int,
-                 overlaps: dict[str, str]) -> None:
+                 overlaps: dict[str, str], strides: dict[str, int] | None = None) -> None:
         self.index = index
+        self.strides = strides or {}
         self.maps = maps
         self.dims = dims
         self.size = size
@@ -80,15 +93,10 @@ class _Level:
         full = m.ofs * (self.size - 1) + m.size
         if d > full:
             steady = _cdiv(_cdiv(d - m.size, m.ofs) + 1, self.size) - 1
-            remaining = d - (steady + 1) * m.ofs * self.size
-            n = 1 if remaining < m.size else _cdiv(remaining - m.size, m.ofs) + 1
-        elif d > m.size:
-            n = _cdiv(d - m.size, m.ofs) + 1
-            if m.ofs * (n - 1) + m.size < d:
-                n += 1
-        else:
-            n = 1
-        return n
+            return _edge_units(d - (steady + 1) * m.ofs * self.size, m.size, m.ofs)[0]
+        if d > m.size:
+            return _edge_units(d, m.size, m.ofs)[0]
+        return 1
 
     def _mapping_sizes(self) -> None:
         self.mapped: dict[str, int] = {}
@@ -98,13 +106,17 @@ class _Level:
         for m in self.maps:
             d = self.dims.get(m.dim, 0)
             steady = max(_cdiv(d - m.size, m.ofs), 0)
-            has_edge = steady * m.ofs + m.size < d or m.size > d
+            # A partial last tile exists when the full tiles leave a tail uncovered; with
+            # offset > size (strided windows) the gap rows between tiles are never needed.
+            has_edge = (steady * m.ofs + m.size < d and (steady + 1) * m.ofs < d) or m.size > d
             self.mapped[m.dim] = m.size
             self.unique[m.dim] = min(m.size, m.ofs)
             if not m.spatial and d <= m.size:
                 self.unique[m.dim] = 0
             edge_size = d - (steady + 1) * m.ofs
-            if edge_size < 0:
+            if edge_size < 0 or m.size >= d:
+                # MAESTRO keeps ``d - ofs`` when a single tile over-covers the dimension,
+                # losing elements; the one tile holds the whole dimension.
                 edge_size = d
             self.mapped_edge[m.dim] = edge_size if has_edge else m.size
             self.unique_edge[m.dim] = max(m.ofs - (m.size - edge_size), 0)
@@ -113,10 +125,16 @@ class _Level:
             if sliding is None:
                 continue
             out = m.dim + "'"
-            self.mapped[out] = self.mapped[m.dim] - self.mapped.get(sliding, 0) + 1
-            self.unique[out] = min(m.ofs, m.size)
-            self.mapped_edge[out] = self.mapped_edge[m.dim] - self.mapped_edge.get(sliding, 0) + 1
-            self.unique_edge[out] = min(m.ofs, self.mapped_edge[out])
+            stride = self.strides.get(m.dim, 1)
+            self.mapped[out] = self.out_extent(m.dim, self.mapped[m.dim], self.mapped.get(sliding, 0))
+            self.unique[out] = min(m.ofs, m.size) // stride or 1
+            self.mapped_edge[out] = self.out_extent(m.dim, self.mapped_edge[m.dim], self.mapped_edge.get(sliding, 0))
+            self.unique_edge[out] = min(m.ofs // stride or 1, self.mapped_edge[out])
+
+    def out_extent(self, ref_dim: str, ref: int, filt: int) -> int:
+        """Output rows of an input tile of ``ref`` rows under a filter of ``filt`` rows.  MAESTRO
+        uses ``ref - filt + 1`` whatever the stride, which over-counts strided layers."""
+        return (ref - filt) // self.strides.get(ref_dim, 1) + 1
 
     def states(self, dims: dict[str, int]) -> list[list[_State]]:
         """Init / Steady / Edge states of every directive for a (sub-)problem of ``dims``."""
@@ -129,7 +147,7 @@ class _Level:
                 steady = _cdiv(d - m.size, m.ofs)
                 if m.size < d and steady > 0:
                     states.append(_State(STEADY, steady, False))
-                if not init_edge and steady * m.ofs + m.size < d:
+                if not init_edge and steady * m.ofs + m.size < d and (steady + 1) * m.ofs < d:
                     states.append(_State(EDGE, 1, False))
             else:
                 n = self.size
@@ -142,9 +160,7 @@ class _Level:
                             and steady * fold + coverage != d)
                 if coverage < d and steady > 0:
                     states.append(_State(STEADY, steady, False))
-                remaining = d - (steady + 1) * fold
-                active = 1 if remaining < m.size else _cdiv(remaining - m.size, m.ofs) + 1
-                edge_edge = (active - 1) * m.ofs + m.size < remaining
+                edge_edge = _edge_units(d - (steady + 1) * fold, m.size, m.ofs)[1]
                 if not init_edge and has_edge:
                     states.append(_State(EDGE, 1, False, False, edge_edge))
             out.append(states)
@@ -163,7 +179,9 @@ class _Level:
             return self.unique_edge.get(actual, 0)
         if st.pos == EDGE:
             if n_edge == 1:
-                return self.mapped_edge.get(dim, 0) if (first or ee) else 1
+                # MAESTRO reads the input-coordinate tile here (mapped_edge[X] for X'), which
+                # inflates the MACs of a one-unit spatial edge; we use the output tile.
+                return self.mapped_edge.get(actual, 0) if (first or ee) else 1
             if ee:
                 return self.unique_edge.get(actual, 0)
         if first:
@@ -311,7 +329,7 @@ class _Level:
             out[m.dim] = size
         for ref, sliding in self.overlaps.items():
             if ref in out:
-                out[ref + "'"] = out[ref] - out.get(sliding, 0) + 1
+                out[ref + "'"] = self.out_extent(ref, out[ref], out.get(sliding, 0))
         return out
 
 
@@ -325,6 +343,7 @@ class LevelStats:
     l2_writes: dict[str, int] = field(default_factory=dict)
     l1_reads: dict[str, int] = field(default_factory=dict)     # downstream reads per tensor
     l1_writes: dict[str, int] = field(default_factory=dict)
+    l1_fills: dict[str, int] = field(default_factory=dict)     # words landing in L1s (multicast counted per PE)
     l2_size_words: dict[str, int] = field(default_factory=dict)
     l1_size_words: dict[str, int] = field(default_factory=dict)
     noc_peak_words_per_cycle: float = 0.0
@@ -365,9 +384,10 @@ def build_levels(problem: Problem, dataflow: Dataflow, num_pes: int) -> tuple[li
     sizes = [int(c) for c in dataflow.cluster_sizes()]
     prod = math.prod(sizes)
     if prod > num_pes:
-        raise AccelgenError(
-            f"Cluster sizes {' x '.join(map(str, sizes))} = {prod} need more than the {num_pes} PEs",
-            where=dataflow.name)
+        shape = " x ".join(f"Cluster({n})" for n in sizes)
+        raise AccelgenError(f"{shape} needs {prod} PEs per array but the hardware has {num_pes}; "
+                            "expected cluster sizes whose product is at most the PE count",
+                            where=dataflow.name)
     units = prod * (num_pes // prod)
     input_vars = problem.input_vars()
     dims = {k: v for k, v in problem.dims.items() if not k.endswith("'")}
@@ -392,7 +412,7 @@ def build_levels(problem: Problem, dataflow: Dataflow, num_pes: int) -> tuple[li
                 names.add(var)
         maps = _apply_stride(problem, maps, dims, top=index == 0)
         size = units // prod if index == 0 else sizes[index - 1]
-        levels.append(_Level(index, maps, dict(dims), size, problem.overlaps))
+        levels.append(_Level(index, maps, dict(dims), size, problem.overlaps, problem.strides))
         by_dim = {m.dim: m for m in maps}
         dims = {v: min(by_dim[v].size, dims[v]) for v in input_vars if v in by_dim and v in dims}
         prev = maps
@@ -402,13 +422,11 @@ def build_levels(problem: Problem, dataflow: Dataflow, num_pes: int) -> tuple[li
 def _apply_stride(problem: Problem, maps: list[_Map], dims: dict[str, int], top: bool) -> list[_Map]:
     """A strided layer's input tile: ``t`` output rows need ``(t-1)*stride + R`` input rows, and
     consecutive tiles start ``t*stride`` rows apart (MAESTRO's outer-stride rule)."""
-    stride = problem.stride
-    if stride == 1:
-        return maps
     out = []
     for m in maps:
         sliding = problem.overlaps.get(m.dim)
-        if sliding is not None:
+        stride = problem.strides.get(m.dim, 1)
+        if sliding is not None and stride != 1:
             filt = problem.dims[sliding]
             if m.size >= filt:
                 rows = (m.size + stride - filt) // stride
@@ -420,8 +438,12 @@ def _apply_stride(problem: Problem, maps: list[_Map], dims: dict[str, int], top:
 
 
 def analyze_maestro(problem: Problem, dataflow: Dataflow, *, num_pes: int, simd_lanes: int,
-                    noc: list[tuple[float, int, int]]) -> MaestroAnalysis:
-    """Run the step model.  ``noc[i]`` is ``(words/cycle, hop latency, hops)`` of level ``i``."""
+                    noc: list[tuple[float, int, int]], multicast: bool = True,
+                    spatial_reduction: bool = True) -> MaestroAnalysis:
+    """Run the step model.  ``noc[i]`` is ``(words/cycle, hop latency, hops)`` of level ``i``.
+
+    Without ``multicast`` every unit's copy of a word crosses the NoC; without
+    ``spatial_reduction`` every unit sends its own partial outputs (MAESTRO ignores both flags)."""
     levels, units = build_levels(problem, dataflow, num_pes)
     out_dims = problem.output.dims
     memo: dict[tuple, LevelStats] = {}
@@ -448,9 +470,18 @@ def analyze_maestro(problem: Problem, dataflow: Dataflow, *, num_pes: int, simd_
             psums = level.critical_psums(out_dims, case)
             if psums <= 0:
                 continue
+            sp = case[level.spatial_index]
+            units = level.num_edge_clusters if sp.edge else level.size
             egress = level.egress(out_dims, case)
+            if not spatial_reduction:
+                egress = max(egress, units * level.egress_volume(out_dims, case, False))
             psum_size = level.psum_mapping_size(out_dims, case)
-            ingress_by = {t.name: level.ingress(t.dims, case) for t in problem.inputs}
+            ingress_by = {}
+            for t in problem.inputs:
+                words = level.ingress(t.dims, case)
+                fills = units * level.ingress_volume(t.dims, case, True, False)
+                stats.l1_fills[t.name] = stats.l1_fills.get(t.name, 0) + occ * fills
+                ingress_by[t.name] = words if multicast else max(words, fills)
             ingress = sum(ingress_by.values())
             if first_case:
                 _first_step(stats, level, problem, dims, ingress_by, egress)
@@ -462,8 +493,6 @@ def analyze_maestro(problem: Problem, dataflow: Dataflow, *, num_pes: int, simd_
             stats.l2_writes[out_name] = stats.l2_writes.get(out_name, 0) + occ * egress
             stats.l1_writes[out_name] = stats.l1_writes.get(out_name, 0) + occ * psum_size
             stats.l1_reads[out_name] = stats.l1_reads.get(out_name, 0) + occ * psum_size
-            sp = case[level.spatial_index]
-            units = level.num_edge_clusters if sp.edge else level.size
             if not last:
                 if sp.edge and sp.sp_edge_edge:
                     subs = [(run(li + 1, level.sub_dims(case, True)), 1)]
@@ -534,7 +563,7 @@ def _first_step(stats: LevelStats, level: _Level, problem: Problem, dims: dict[s
         sliding = problem.overlaps.get(d)
         if sliding is None:
             return table.get(d, 1)
-        return max(table.get(d, 1) - table.get(sliding, 1) + 1, 1)
+        return max(level.out_extent(d, table.get(d, 1), table.get(sliding, 1)), 1)
 
     stats.l2_size_words[out.name] = 2 * egress
     stats.l1_size_words[out.name] = 2 * math.prod(out_size(level.mapped, d) for d in out.dims)

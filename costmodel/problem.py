@@ -7,7 +7,7 @@ analysis itself is generic over it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .workload import GEMM, Conv2D, Layer
 
@@ -31,7 +31,7 @@ class Problem:
     dims: dict[str, int]
     tensors: tuple[Tensor, ...]
     overlaps: dict[str, str]
-    stride: int = 1
+    strides: dict[str, int] = field(default_factory=dict)   # per reference dim, e.g. {"Y": 2}
     allowed_dims: tuple[str, ...] = ()
 
     @property
@@ -57,7 +57,7 @@ def problem_of(layer: Layer, *, with_batch: bool = False) -> Problem:
     if isinstance(layer, GEMM):
         tensors = (Tensor("input", ("M", "K")), Tensor("weight", ("K", "N")),
                    Tensor("output", ("M", "N"), is_output=True))
-        return Problem("gemm", "GEMM", dict(dims), tensors, {}, 1, ("M", "N", "K"))
+        return Problem("gemm", "GEMM", dict(dims), tensors, {}, {}, ("M", "N", "K"))
     assert isinstance(layer, Conv2D)
     batch = with_batch or dims["N"] > 1
     n = ("N",) if batch else ()
@@ -70,7 +70,16 @@ def problem_of(layer: Layer, *, with_batch: bool = False) -> Problem:
         tensors = (Tensor("input", n + ("C", "Y", "X")), Tensor("weight", ("K", "C", "R", "S")),
                    Tensor("output", n + ("K", "Y", "X"), is_output=True))
     full = dict(dims)
-    full["Y'"] = dims["Y"] - dims["R"] + 1
-    full["X'"] = dims["X"] - dims["S"] + 1
+    strides = {}
+    for ref, filt, out in (("Y", "R", layer.Yo), ("X", "S", layer.Xo)):
+        if layer.stride > dims[filt]:
+            # Windows further apart than they are wide never touch the rows between them:
+            # analyse only the rows some window reads, back to back (stride = filter size).
+            full[ref] = out * dims[filt]
+            strides[ref] = dims[filt]
+        else:
+            full[ref] = dims[ref]
+            strides[ref] = layer.stride
+        full[ref + "'"] = out
     allowed = ("N", "K", "C", "Y", "X", "R", "S", "Y'", "X'")
-    return Problem("conv2d", layer.layer_type, full, tensors, {"Y": "R", "X": "S"}, layer.stride, allowed)
+    return Problem("conv2d", layer.layer_type, full, tensors, {"Y": "R", "X": "S"}, strides, allowed)

@@ -1,0 +1,50 @@
+# accelgen build/test entry points. Everything runs inside .venv (gitignored).
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := test
+.DELETE_ON_ERROR:
+
+VENV        := .venv
+PY          := $(VENV)/bin/python
+VENV_STAMP  := $(VENV)/.stamp
+TOOLS_STAMP := $(VENV)/.tools-stamp
+# Simulator/Verilator environment, shared by every target that runs project code.
+WITH_ENV    := source scripts/env.sh &&
+
+PYTEST_ARGS ?=
+HW          ?= configs/hw/small.yaml
+
+.PHONY: all venv tools test demo bench validate-maestro clean distclean
+
+all: test
+
+venv: $(VENV_STAMP)
+
+$(VENV_STAMP): pyproject.toml scripts/mkvenv.sh
+	scripts/mkvenv.sh
+	touch $@
+
+tools: $(TOOLS_STAMP)
+
+$(TOOLS_STAMP): scripts/ensure_tools.sh | $(VENV_STAMP)
+	scripts/ensure_tools.sh
+	touch $@
+
+test: $(VENV_STAMP) $(TOOLS_STAMP)
+	$(WITH_ENV) $(PY) -m pytest $(PYTEST_ARGS)
+
+demo: $(VENV_STAMP)
+	$(WITH_ENV) $(VENV)/bin/accelgen analyze --model resnet50 --dataflow kcp --hw $(HW)
+
+bench: $(VENV_STAMP)
+	$(WITH_ENV) $(PY) bench/run.py
+
+validate-maestro: $(VENV_STAMP)
+	$(WITH_ENV) $(PY) -m costmodel.validate_maestro
+
+clean:
+	rm -rf sim_build .pytest_cache .hypothesis build out results.xml *.egg-info
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV)

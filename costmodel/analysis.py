@@ -1,0 +1,230 @@
+"""The analysis: one layer (or a whole model) x a dataflow x a hardware description -> cycles,
+traffic, buffer needs, NoC bandwidth, reuse, energy and area, and whether the design fits.
+
+Runtimes come from a timing *preset*.  ``maestro`` follows MAESTRO's assumptions (free multicast
+and spatial reduction, double-buffered ``max(ingress, compute, egress)`` steps, each sub-cluster
+problem's first fill not overlapped, NoC delay ``hops*latency + ceil(words/bandwidth) - 1``) and
+reproduces MAESTRO's published figures; see ``docs/costmodel.md``.  The ``hwgen`` preset, the
+exact timing of the generated RTL, arrives with the RTL generator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Union
+
+from ._errors import AccelgenError
+from ._maestro_engine import analyze_maestro
+from .dataflow import Dataflow
+from .hardware import Hardware
+from .library import default_dataflow, library_dataflow
+from .problem import problem_of
+from .workload import GEMM, Layer, Model
+
+__all__ = ["Preset", "PRESETS", "LayerResult", "ModelResult", "analyze_layer", "analyze_model",
+           "resolve_dataflow"]
+
+Preset = Literal["maestro"]
+PRESETS: tuple[str, ...] = ("maestro",)
+DataflowSpec = Union[str, Dataflow, None]
+
+_TENSORS = ("input", "weight", "output")
+
+
+@dataclass(frozen=True)
+class LayerResult:
+    """Every figure of one layer.  Counts are words (one element of the tensor's width)."""
+
+    layer: str
+    layer_type: str
+    shape: str
+    preset: str
+    dataflow_name: str
+    dataflow: str                          # the filled-in directives actually analysed
+    num_pes: int
+    used_pes: int                          # PEs the cluster structure can use
+    macs: int
+    runtime_cycles: int
+    runtime_us: float
+    throughput_macs_per_cycle: float
+    utilization: float                     # macs / (num_pes * simd_lanes * runtime_cycles)
+    avg_active_pes: float
+    bound: str                             # what most steps wait on: compute, noc-ingress, noc-egress
+    l1_reads: dict[str, int]
+    l1_writes: dict[str, int]
+    l2_reads: dict[str, int]
+    l2_writes: dict[str, int]
+    dram_reads: int
+    dram_writes: int
+    l1_words_per_pe: dict[str, int]        # double-buffered tiles of one PE
+    l2_words: dict[str, int]
+    l1_bytes_per_pe: int
+    l2_bytes: int
+    noc_bw_peak_words_per_cycle: float
+    noc_bw_avg_words_per_cycle: float
+    offchip_bw_avg_words_per_cycle: float
+    reuse_factor: dict[str, float]         # L1 reads per L1 write
+    multicast_factor: dict[str, float]     # words landing in L1s per word read from L2
+    energy_pj: dict[str, float]            # mac, l1, l2, noc, dram, total
+    area_mm2: float
+    feasible: bool
+    infeasible_reasons: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["infeasible_reasons"] = list(self.infeasible_reasons)
+        return d
+
+
+@dataclass(frozen=True)
+class ModelResult:
+    model: str
+    hardware: str
+    preset: str
+    layers: tuple[LayerResult, ...]
+    total: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "hardware": self.hardware, "preset": self.preset,
+                "layers": [r.to_dict() for r in self.layers], "total": self.total}
+
+
+def resolve_dataflow(spec: DataflowSpec, layer: Layer, hw: Hardware) -> Dataflow:
+    """A library name, a parsed dataflow, or None (the library default for the layer's kind)."""
+    if spec is None:
+        return default_dataflow(layer, hw.num_pes)
+    if isinstance(spec, str):
+        return library_dataflow(spec, layer, hw.num_pes)
+    return spec
+
+
+def _per_word(hw: Hardware, coefficient: str, tensor: str) -> float:
+    return hw.energy.per_word_pj(coefficient, hw.bits(tensor))  # type: ignore[arg-type]
+
+
+def analyze_layer(layer: Layer, dataflow: DataflowSpec, hw: Hardware, preset: str = "maestro") -> LayerResult:
+    """Analyse one layer.  Raises :class:`AccelgenError` for a dataflow that does not apply to
+    the layer or the hardware (unknown dimension, clusters larger than the array)."""
+    if preset not in PRESETS:
+        hint = " (it arrives with the RTL generator)" if preset == "hwgen" else ""
+        raise AccelgenError(f"unknown preset {preset!r}{hint}; expected one of {', '.join(PRESETS)}",
+                            where="--preset")
+    df = resolve_dataflow(dataflow, layer, hw)
+    problem = problem_of(layer, with_batch="N" in df.dims() and not isinstance(layer, GEMM))
+    resolved = df.resolve(problem.dims, kind=problem.kind, allowed=problem.allowed_dims)
+    noc = [(lvl.bandwidth_words_per_cycle, lvl.latency_cycles, lvl.hops) for lvl in hw.noc]
+    run = analyze_maestro(problem, resolved, num_pes=hw.num_pes, simd_lanes=hw.simd_lanes, noc=noc,
+                          multicast=hw.multicast, spatial_reduction=hw.spatial_reduction)
+    top, inner = run.top, run.innermost
+    rep = layer.repeat
+    macs = layer.macs
+    runtime = top.runtime_cycles * rep
+    if runtime <= 0:
+        raise AccelgenError(f"the dataflow maps no work onto the array (runtime {runtime})",
+                            where=f"layer {layer.name!r}")
+
+    def scaled(d: dict[str, int]) -> dict[str, int]:
+        return {t: d.get(t, 0) * rep for t in _TENSORS}
+
+    l1r, l1w, l2r, l2w = scaled(top.l1_reads), scaled(top.l1_writes), scaled(top.l2_reads), scaled(top.l2_writes)
+    # Off-chip: every input and weight word enters L2 once, every output word leaves once.
+    dram_reads = l2w["input"] + l2w["weight"]
+    dram_writes = l2r["output"]
+    l1_words = {t: inner.l1_size_words.get(t, 0) for t in _TENSORS}
+    l2_words = {t: top.l2_size_words.get(t, 0) for t in _TENSORS}
+    l1_bytes = sum(-(-l1_words[t] * hw.bits(t) // 8) for t in _TENSORS)   # type: ignore[arg-type]
+    l2_bytes = sum(-(-l2_words[t] * hw.bits(t) // 8) for t in _TENSORS)   # type: ignore[arg-type]
+
+    noc_words = sum(top.l2_reads.get(t, 0) for t in ("input", "weight")) + top.l2_writes.get("output", 0)
+    hops = hw.noc_at(0).hops
+    energy = {
+        "mac": macs * hw.energy.mac_pj,
+        "l1": sum(l1r[t] * _per_word(hw, "l1_read_pj", t) + l1w[t] * _per_word(hw, "l1_write_pj", t)
+                  for t in _TENSORS),
+        "l2": sum(l2r[t] * _per_word(hw, "l2_read_pj", t) + l2w[t] * _per_word(hw, "l2_write_pj", t)
+                  for t in _TENSORS),
+        "noc": noc_words * rep * hops * hw.energy.per_word_pj("noc_pj_per_word_hop", hw.input_bits),
+        "dram": (l2w["input"] * _per_word(hw, "dram_pj_per_word", "input")
+                 + l2w["weight"] * _per_word(hw, "dram_pj_per_word", "weight")
+                 + l2r["output"] * _per_word(hw, "dram_pj_per_word", "output")),
+    }
+    energy["total"] = sum(energy.values())
+
+    steps = {"compute": top.compute_bound_steps, "noc-ingress": top.ingress_bound_steps,
+             "noc-egress": top.egress_bound_steps}
+    bound = max(steps, key=lambda k: (steps[k], k == "compute"))
+    offchip = (dram_reads + dram_writes) / runtime
+
+    reasons = []
+    if l1_bytes > hw.l1_bytes_per_pe:
+        reasons.append(f"L1 needs {l1_bytes} B per PE, the hardware has {hw.l1_bytes_per_pe} B")
+    if l2_bytes > hw.l2_bytes:
+        reasons.append(f"L2 needs {l2_bytes} B, the hardware has {hw.l2_bytes} B")
+    if offchip > hw.offchip_bw_words_per_cycle:
+        reasons.append(f"off-chip traffic needs {offchip:.3g} words/cycle on average, the hardware "
+                       f"has {hw.offchip_bw_words_per_cycle:g}")
+
+    def ratio(a: int, b: int) -> float:
+        return a / b if b else 0.0
+
+    return LayerResult(
+        layer=layer.name, layer_type=problem.layer_type, shape=layer.describe(), preset=preset,
+        dataflow_name=df.name, dataflow=str(resolved), num_pes=hw.num_pes, used_pes=run.used_pes,
+        macs=macs, runtime_cycles=runtime, runtime_us=runtime / hw.clock_mhz,
+        throughput_macs_per_cycle=macs / runtime,
+        utilization=macs / (hw.num_pes * hw.simd_lanes * runtime),
+        avg_active_pes=top.active_units_avg, bound=bound,
+        l1_reads=l1r, l1_writes=l1w, l2_reads=l2r, l2_writes=l2w,
+        dram_reads=dram_reads, dram_writes=dram_writes,
+        l1_words_per_pe=l1_words, l2_words=l2_words, l1_bytes_per_pe=l1_bytes, l2_bytes=l2_bytes,
+        noc_bw_peak_words_per_cycle=float(top.noc_peak_words_per_cycle),
+        noc_bw_avg_words_per_cycle=top.noc_avg_words_per_cycle,
+        offchip_bw_avg_words_per_cycle=offchip,
+        reuse_factor={t: ratio(l1r[t], l1w[t]) for t in _TENSORS},
+        multicast_factor={t: ratio(top.l1_fills.get(t, 0), top.l2_reads.get(t, 0)) for t in ("input", "weight")},
+        energy_pj=energy, area_mm2=hw.area_mm2(),
+        feasible=not reasons, infeasible_reasons=tuple(reasons),
+    )
+
+
+def analyze_model(model: Model, hw: Hardware, *, dataflow: DataflowSpec = None,
+                  gemm_dataflow: DataflowSpec = None, preset: str = "maestro",
+                  progress: Any = None) -> ModelResult:
+    """Analyse every layer.  ``dataflow`` applies to convolutions, ``gemm_dataflow`` to GEMMs;
+    a layer whose kind has none given takes the library default (``kcp`` / ``nmk``)."""
+    results = []
+    for layer in model.layers:
+        spec = gemm_dataflow if isinstance(layer, GEMM) else dataflow
+        try:
+            results.append(analyze_layer(layer, spec, hw, preset))
+        except AccelgenError as err:
+            if str(err).startswith("layer "):
+                raise
+            raise AccelgenError(str(err), where=f"layer {layer.name!r}") from None
+        if progress is not None:
+            progress()
+    return ModelResult(model.name, hw.name, preset, tuple(results), _totals(results, hw))
+
+
+def _totals(results: list[LayerResult], hw: Hardware) -> dict[str, Any]:
+    macs = sum(r.macs for r in results)
+    cycles = sum(r.runtime_cycles for r in results)
+    energy: dict[str, float] = {}
+    for r in results:
+        for k, v in r.energy_pj.items():
+            energy[k] = energy.get(k, 0.0) + v
+    return {
+        "layers": len(results),
+        "macs": macs,
+        "runtime_cycles": cycles,
+        "runtime_us": cycles / hw.clock_mhz,
+        "throughput_macs_per_cycle": macs / cycles if cycles else 0.0,
+        "utilization": macs / (hw.num_pes * hw.simd_lanes * cycles) if cycles else 0.0,
+        "l1_bytes_per_pe": max((r.l1_bytes_per_pe for r in results), default=0),
+        "l2_bytes": max((r.l2_bytes for r in results), default=0),
+        "noc_bw_peak_words_per_cycle": max((r.noc_bw_peak_words_per_cycle for r in results), default=0.0),
+        "energy_pj": energy,
+        "area_mm2": hw.area_mm2(),
+        "feasible": all(r.feasible for r in results),
+        "infeasible_layers": [r.layer for r in results if not r.feasible],
+    }

@@ -1,0 +1,3 @@
+"""RTL generator: arrives with the RTL issue."""
+
+__all__ = []
