@@ -410,6 +410,7 @@ def build_levels(problem: Problem, dataflow: Dataflow, num_pes: int) -> tuple[li
             if var not in names and var in dims:
                 maps.append(_Map(False, dims[var], dims[var], var))
                 names.add(var)
+        _check_tiling(problem, maps, dims, index, dataflow.name)
         maps = _apply_stride(problem, maps, dims, top=index == 0)
         size = units // prod if index == 0 else sizes[index - 1]
         levels.append(_Level(index, maps, dict(dims), size, problem.overlaps, problem.strides))
@@ -417,6 +418,44 @@ def build_levels(problem: Problem, dataflow: Dataflow, num_pes: int) -> tuple[li
         dims = {v: min(by_dim[v].size, dims[v]) for v in input_vars if v in by_dim and v in dims}
         prev = maps
     return levels, units
+
+
+def _check_tiling(problem: Problem, maps: list[_Map], dims: dict[str, int], level: int,
+                  name: str) -> None:
+    """Reject tilings whose MACs the step model cannot count exactly: overlapping tiles of a
+    dimension that does not slide (every overlapped output computed twice), sliding windows that
+    advance by other than the outputs they produce (outputs skipped or recomputed), and filter
+    rows split across time steps (windows cut in two)."""
+    by_dim = {m.dim: m for m in maps}
+    sliding_dims = set(problem.overlaps.values())
+    for m in maps:
+        where = f"{name}: level {level} {'SpatialMap' if m.spatial else 'TemporalMap'}({m.size},{m.ofs}) {m.dim}"
+        d = dims.get(m.dim, 0)
+        filt = problem.overlaps.get(m.dim)
+        if filt is None:
+            if m.ofs != m.size and m.size < d:
+                raise AccelgenError(
+                    f"tiles of {m.dim} overlap (offset {m.ofs} < size {m.size}): only the input rows "
+                    "and columns Y and X slide; expected offset = size", where=where)
+            if m.dim in sliding_dims and m.size < d:
+                ref = next(r for r, f in problem.overlaps.items() if f == m.dim)
+                partner = by_dim.get(ref)
+                paired = (m.spatial and partner is not None and partner.spatial
+                          and (partner.size, partner.ofs) == (m.size, m.ofs))
+                if not paired:
+                    raise AccelgenError(
+                        f"the filter's {m.dim} is split ({m.size} of {d}) without a matching "
+                        f"SpatialMap({m.size},{m.ofs}) {ref} beside it; expected {m.dim} whole "
+                        f"(Sz({m.dim})) or mapped spatially together with {ref}, as in row stationary",
+                        where=where)
+            continue
+        r = by_dim[filt].size if filt in by_dim else dims.get(filt, 1)
+        r = min(r, dims.get(filt, r))
+        if m.size < d and m.ofs != m.size - r + 1:
+            raise AccelgenError(
+                f"a {m.size}-row window under a {r}-row filter produces {m.size - r + 1} outputs but "
+                f"advances {m.ofs}: outputs would be {'skipped' if m.ofs > m.size - r + 1 else 'recomputed'};"
+                f" expected offset {m.size - r + 1}", where=where)
 
 
 def _apply_stride(problem: Problem, maps: list[_Map], dims: dict[str, int], top: bool) -> list[_Map]:

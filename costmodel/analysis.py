@@ -43,7 +43,8 @@ class LayerResult:
     dataflow: str                          # the filled-in directives actually analysed
     num_pes: int
     used_pes: int                          # PEs the cluster structure can use
-    macs: int
+    macs: int                              # exact: N*K*(C/groups)*R*S*Y'*X'
+    step_macs: int                         # the same, summed over the step model's steps and PEs
     runtime_cycles: int
     runtime_us: float
     throughput_macs_per_cycle: float
@@ -170,7 +171,7 @@ def analyze_layer(layer: Layer, dataflow: DataflowSpec, hw: Hardware, preset: st
     return LayerResult(
         layer=layer.name, layer_type=problem.layer_type, shape=layer.describe(), preset=preset,
         dataflow_name=df.name, dataflow=str(resolved), num_pes=hw.num_pes, used_pes=run.used_pes,
-        macs=macs, runtime_cycles=runtime, runtime_us=runtime / hw.clock_mhz,
+        macs=macs, step_macs=top.macs * rep, runtime_cycles=runtime, runtime_us=runtime / hw.clock_mhz,
         throughput_macs_per_cycle=macs / runtime,
         utilization=macs / (hw.num_pes * hw.simd_lanes * runtime),
         avg_active_pes=top.active_units_avg, bound=bound,

@@ -1,0 +1,24 @@
+"""accelgen's analytical cost model: workloads, dataflows, hardware, and the analysis.
+
+    from costmodel import get_model, builtin_hardware, analyze_model
+    result = analyze_model(get_model("resnet50"), builtin_hardware("small"), dataflow="kcp")
+"""
+
+from ._errors import AccelgenError
+from .analysis import PRESETS, LayerResult, ModelResult, analyze_layer, analyze_model, resolve_dataflow
+from .dataflow import Cluster, Dataflow, SpatialMap, Sz, TemporalMap, parse_dataflow
+from .hardware import Hardware, NoCLevel, builtin_hardware, hardware_from_dict, load_hardware
+from .library import LIBRARY, default_dataflow, library_dataflow
+from .workload import GEMM, Conv2D, Layer, Model
+from .workload_yaml import load_workload_yaml, parse_layer_spec
+from .zoo import ZOO, get_model
+
+__all__ = [
+    "AccelgenError",
+    "PRESETS", "LayerResult", "ModelResult", "analyze_layer", "analyze_model", "resolve_dataflow",
+    "Cluster", "Dataflow", "SpatialMap", "Sz", "TemporalMap", "parse_dataflow",
+    "Hardware", "NoCLevel", "builtin_hardware", "hardware_from_dict", "load_hardware",
+    "LIBRARY", "default_dataflow", "library_dataflow",
+    "GEMM", "Conv2D", "Layer", "Model", "load_workload_yaml", "parse_layer_spec",
+    "ZOO", "get_model",
+]
