@@ -22,7 +22,7 @@ from .problem import problem_of
 from .workload import GEMM, Layer, Model
 
 __all__ = ["Preset", "PRESETS", "LayerResult", "ModelResult", "analyze_layer", "analyze_model",
-           "resolve_dataflow"]
+           "model_totals", "resolve_dataflow"]
 
 Preset = Literal["maestro"]
 PRESETS: tuple[str, ...] = ("maestro",)
@@ -111,13 +111,14 @@ def analyze_layer(layer: Layer, dataflow: DataflowSpec, hw: Hardware, preset: st
         raise AccelgenError(f"unknown preset {preset!r}{hint}; expected one of {', '.join(PRESETS)}",
                             where="--preset")
     df = resolve_dataflow(dataflow, layer, hw)
-    problem = problem_of(layer, with_batch="N" in df.dims() and not isinstance(layer, GEMM))
+    batch_dim = "B" if isinstance(layer, GEMM) else "N"
+    problem = problem_of(layer, with_batch=batch_dim in df.dims())
     resolved = df.resolve(problem.dims, kind=problem.kind, allowed=problem.allowed_dims)
     noc = [(lvl.bandwidth_words_per_cycle, lvl.latency_cycles, lvl.hops) for lvl in hw.noc]
     run = analyze_maestro(problem, resolved, num_pes=hw.num_pes, simd_lanes=hw.simd_lanes, noc=noc,
                           multicast=hw.multicast, spatial_reduction=hw.spatial_reduction)
     top, inner = run.top, run.innermost
-    rep = layer.repeat
+    rep = problem.repeat
     macs = layer.macs
     runtime = top.runtime_cycles * rep
     if runtime <= 0:
@@ -151,9 +152,9 @@ def analyze_layer(layer: Layer, dataflow: DataflowSpec, hw: Hardware, preset: st
     }
     energy["total"] = sum(energy.values())
 
-    steps = {"compute": top.compute_bound_steps, "noc-ingress": top.ingress_bound_steps,
-             "noc-egress": top.egress_bound_steps}
-    bound = max(steps, key=lambda k: (steps[k], k == "compute"))
+    bound = _bound(top)
+    if bound == "compute" and inner is not top:
+        bound = _bound(inner)   # the top level waits on its clusters: what do they wait on?
     offchip = (dram_reads + dram_writes) / runtime
 
     reasons = []
@@ -162,7 +163,7 @@ def analyze_layer(layer: Layer, dataflow: DataflowSpec, hw: Hardware, preset: st
     if l2_bytes > hw.l2_bytes:
         reasons.append(f"L2 needs {l2_bytes} B, the hardware has {hw.l2_bytes} B")
     if offchip > hw.offchip_bw_words_per_cycle:
-        reasons.append(f"off-chip traffic needs {offchip:.3g} words/cycle on average, the hardware "
+        reasons.append(f"off-chip traffic needs {offchip:.6g} words/cycle on average, the hardware "
                        f"has {hw.offchip_bw_words_per_cycle:g}")
 
     def ratio(a: int, b: int) -> float:
@@ -188,6 +189,12 @@ def analyze_layer(layer: Layer, dataflow: DataflowSpec, hw: Hardware, preset: st
     )
 
 
+def _bound(stats: Any) -> str:
+    steps = {"compute": stats.compute_bound_steps, "noc-ingress": stats.ingress_bound_steps,
+             "noc-egress": stats.egress_bound_steps}
+    return max(steps, key=lambda k: (steps[k], k == "compute"))
+
+
 def analyze_model(model: Model, hw: Hardware, *, dataflow: DataflowSpec = None,
                   gemm_dataflow: DataflowSpec = None, preset: str = "maestro",
                   progress: Any = None) -> ModelResult:
@@ -204,10 +211,10 @@ def analyze_model(model: Model, hw: Hardware, *, dataflow: DataflowSpec = None,
             raise AccelgenError(str(err), where=f"layer {layer.name!r}") from None
         if progress is not None:
             progress()
-    return ModelResult(model.name, hw.name, preset, tuple(results), _totals(results, hw))
+    return ModelResult(model.name, hw.name, preset, tuple(results), model_totals(results, hw))
 
 
-def _totals(results: list[LayerResult], hw: Hardware) -> dict[str, Any]:
+def model_totals(results: list[LayerResult], hw: Hardware) -> dict[str, Any]:
     macs = sum(r.macs for r in results)
     cycles = sum(r.runtime_cycles for r in results)
     energy: dict[str, float] = {}

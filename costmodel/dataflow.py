@@ -27,7 +27,7 @@ __all__ = [
 
 #: Dimensions a dataflow may name for each layer kind.  ``Y'``/``X'`` are output rows/columns.
 CONV_DIMS: tuple[str, ...] = ("N", "K", "C", "Y", "X", "R", "S", "Y'", "X'")
-GEMM_DIMS: tuple[str, ...] = ("M", "N", "K")
+GEMM_DIMS: tuple[str, ...] = ("B", "M", "N", "K")   # B: the batch of a batched GEMM
 _ALL_DIMS = frozenset(CONV_DIMS + GEMM_DIMS)
 
 
@@ -74,20 +74,51 @@ class SpatialMap:
 class Cluster:
     size: Size
     kind: Literal["cluster"] = "cluster"
+    mode: Literal["P", "L"] = "P"     # MAESTRO's physical / logical cluster; analysed alike
 
     def __str__(self) -> str:
-        return f"Cluster({_size_text(self.size)},P)"
+        return f"Cluster({_size_text(self.size)},{self.mode})"
 
 
 MapDirective = Union[TemporalMap, SpatialMap]
 Directive = Union[TemporalMap, SpatialMap, Cluster]
 
 
-def _check_positive(where: str, what: str, value: object) -> None:
-    if isinstance(value, Sz):
+def _where(name: str, index: int, directive: Directive) -> str:
+    return f"{name}: directive {index} {str(directive)!r}"
+
+
+def _is_positive_int(value: object) -> bool:
+    return type(value) is int and value >= 1      # exact type: bool (an int subclass) is refused
+
+
+def _check_positive(name: str, index: int, directive: Directive, what: str, value: object) -> None:
+    if isinstance(value, Sz) or _is_positive_int(value):
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise AccelgenError(f"{what} must be a positive integer or Sz(D), not {value!r}", where=where)
+        raise AccelgenError(f"{what} must be a positive integer or Sz(D), not {value!r}",
+                            where=_where(name, index, directive))
+
+
+def _check_directive(name: str, index: int, directive: Directive) -> None:
+    """One directive's own checks (the error names it; the text is only built on failure)."""
+    if isinstance(directive, Cluster):
+        _check_positive(name, index, directive, "Cluster size", directive.size)
+        return
+    if directive.dim not in _ALL_DIMS:
+        raise AccelgenError(
+            f"unknown dimension {directive.dim!r}; expected one of {' '.join(sorted(_ALL_DIMS))}",
+            where=_where(name, index, directive))
+    size, offset = directive.size, directive.offset
+    _check_positive(name, index, directive, "size", size)
+    _check_positive(name, index, directive, "offset", offset)
+    for part in (size, offset):
+        if isinstance(part, Sz) and part.dim not in _ALL_DIMS:
+            raise AccelgenError(f"Sz() of unknown dimension {part.dim!r}", where=_where(name, index, directive))
+    if isinstance(size, int) and isinstance(offset, int) and offset > size:
+        raise AccelgenError(
+            f"offset {offset} is larger than size {size}: the map would "
+            "skip elements; expected offset <= size", where=_where(name, index, directive))
 
 
 @dataclass(frozen=True)
@@ -101,33 +132,18 @@ class Dataflow:
         if not self.directives:
             raise AccelgenError("a dataflow needs at least one directive", where=self.name)
         for index, directive in enumerate(self.directives, start=1):
-            where = f"{self.name}: directive {index} {str(directive)!r}"
-            if isinstance(directive, Cluster):
-                _check_positive(where, "Cluster size", directive.size)
-                continue
-            if directive.dim not in _ALL_DIMS:
-                raise AccelgenError(
-                    f"unknown dimension {directive.dim!r}; expected one of {' '.join(sorted(_ALL_DIMS))}",
-                    where=where)
-            _check_positive(where, "size", directive.size)
-            _check_positive(where, "offset", directive.offset)
-            for part in (directive.size, directive.offset):
-                if isinstance(part, Sz) and part.dim not in _ALL_DIMS:
-                    raise AccelgenError(f"Sz() of unknown dimension {part.dim!r}", where=where)
-            if (isinstance(directive.size, int) and isinstance(directive.offset, int)
-                    and directive.offset > directive.size):
-                raise AccelgenError(
-                    f"offset {directive.offset} is larger than size {directive.size}: the map would "
-                    "skip elements; expected offset <= size", where=where)
+            _check_directive(self.name, index, directive)
         for level, maps in enumerate(self.levels()):
+            spatial = sum(isinstance(d, SpatialMap) for d in maps)
+            if maps and 0 < spatial <= 2 and len({d.dim for d in maps}) == len(maps):
+                continue                                    # the common case: nothing to report
             where = f"{self.name}: level {level}"
             if not maps:
                 raise AccelgenError("a cluster level needs at least one directive", where=where)
-            spatial = [d for d in maps if isinstance(d, SpatialMap)]
             if not spatial:
                 raise AccelgenError("no SpatialMap at this level; expected one or two", where=where)
-            if len(spatial) > 2:
-                raise AccelgenError(f"{len(spatial)} SpatialMaps at this level; expected one or two",
+            if spatial > 2:
+                raise AccelgenError(f"{spatial} SpatialMaps at this level; expected one or two",
                                     where=where)
             seen: set[str] = set()
             for d in maps:
@@ -157,25 +173,30 @@ class Dataflow:
         """Replace every ``Sz(D)`` by the layer's size and check the dims exist for this layer."""
         allowed = tuple(allowed)
 
-        def value(part: Size, where: str) -> int:
+        def value(part: Size, index: int, directive: Directive) -> int:
             if isinstance(part, int):
                 return part
             if part.dim not in dims:
                 raise AccelgenError(f"Sz({part.dim}) names no dimension of a {kind} layer "
-                                    f"(expected one of {' '.join(allowed)})", where=where)
+                                    f"(expected one of {' '.join(allowed)})",
+                                    where=_where(self.name, index, directive))
             return dims[part.dim]
 
         out: list[Directive] = []
         for index, directive in enumerate(self.directives, start=1):
-            where = f"{self.name}: directive {index} {str(directive)!r}"
             if isinstance(directive, Cluster):
-                out.append(Cluster(value(directive.size, where)))
+                out.append(Cluster(value(directive.size, index, directive), directive.mode))
                 continue
             if directive.dim not in allowed:
                 raise AccelgenError(f"dimension {directive.dim!r} is not a dimension of a {kind} layer "
-                                    f"(expected one of {' '.join(allowed)})", where=where)
-            cls = type(directive)
-            out.append(cls(value(directive.size, where), value(directive.offset, where), directive.dim))
+                                    f"(expected one of {' '.join(allowed)})",
+                                    where=_where(self.name, index, directive))
+            size, offset = directive.size, directive.offset
+            if type(size) is int and type(offset) is int:
+                out.append(directive)             # immutable and already checked: keep it
+            else:
+                cls = type(directive)
+                out.append(cls(value(size, index, directive), value(offset, index, directive), directive.dim))
         return Dataflow(tuple(out), self.name)
 
     def __str__(self) -> str:
@@ -208,7 +229,7 @@ def parse_directive(text: str, where: str) -> Directive:
         return cls(_parse_size(match.group(2)), _parse_size(match.group(3)), match.group(4).upper())
     match = _CLUSTER_RE.match(src)
     if match:
-        return Cluster(_parse_size(match.group(1)))
+        return Cluster(_parse_size(match.group(1)), mode=(match.group(2) or "P").upper())  # type: ignore[arg-type]
     raise AccelgenError(
         f"cannot parse directive {src!r}; expected 'TemporalMap(size,offset) D', "
         "'SpatialMap(size,offset) D' or 'Cluster(n)' (size/offset an integer or Sz(D))", where=where)

@@ -56,6 +56,9 @@ def dataflow_from_dict(data: object, *, where: str, default_name: str) -> Datafl
             if not isinstance(item, str):
                 raise AccelgenError(f"directives[{index}] must be a directive string such as "
                                     f"'SpatialMap(1,1) K', not {_show(item)}", where=where)
+            if item.count("(") != item.count(")"):  # YAML's [a, b] splits 'SpatialMap(1,1) K' at the comma
+                raise AccelgenError(f"directives[{index}] {_show(item)} has unbalanced parentheses; in a "
+                                    "[...] list quote each directive (commas separate the items)", where=where)
     elif not isinstance(directives, str):
         raise AccelgenError("directives must be a list of directive strings or one multi-line string, "
                             f"not {_show(directives)}", where=where)

@@ -16,7 +16,8 @@ from ._errors import AccelgenError
 from .dataflow import Dataflow, parse_dataflow
 from .workload import GEMM, Conv2D, Layer
 
-__all__ = ["LIBRARY", "library_dataflow", "default_dataflow", "is_library_name", "describe_library"]
+__all__ = ["LIBRARY", "library_dataflow", "default_dataflow", "is_library_name", "canonical_name",
+           "describe_library"]
 
 
 @dataclass(frozen=True)
@@ -95,9 +96,14 @@ def is_library_name(name: str) -> bool:
     return name.lower() in LIBRARY or name.lower() in _ALIASES
 
 
+def canonical_name(name: str) -> str:
+    """The library's own name for ``name`` (``KC-P`` -> ``kcp``)."""
+    return _ALIASES.get(name.lower(), name.lower())
+
+
 def library_dataflow(name: str, layer: Layer, num_pes: int) -> Dataflow:
     """The library dataflow ``name`` filled in for ``layer`` on ``num_pes`` PEs."""
-    key = _ALIASES.get(name.lower(), name.lower())
+    key = canonical_name(name)
     template = LIBRARY.get(key)
     if template is None:
         raise AccelgenError(f"unknown dataflow {name!r}; the library has {', '.join(LIBRARY)} "

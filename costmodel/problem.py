@@ -33,6 +33,7 @@ class Problem:
     overlaps: dict[str, str]
     strides: dict[str, int] = field(default_factory=dict)   # per reference dim, e.g. {"Y": 2}
     allowed_dims: tuple[str, ...] = ()
+    repeat: int = 1                     # how many times the analysed problem runs for the layer
 
     @property
     def inputs(self) -> tuple[Tensor, ...]:
@@ -49,15 +50,19 @@ class Problem:
 
 
 def problem_of(layer: Layer, *, with_batch: bool = False) -> Problem:
-    """The analysed problem of one layer (one group of a grouped convolution, one batch item of
-    a batched GEMM; the caller multiplies by ``layer.repeat``).
-
-    ``with_batch`` keeps a batch dimension ``N`` of size 1 (a dataflow that names ``N``)."""
+    """The analysed problem of one layer: one group of a grouped convolution, and one batch item
+    of a batched GEMM unless ``with_batch`` (the dataflow maps the batch ``B``); ``repeat`` says
+    how many times it runs.  For convolutions ``with_batch`` keeps a batch ``N`` of size 1 (a
+    dataflow that names ``N``); a batch larger than 1 is always analysed."""
     dims = layer.dims()
     if isinstance(layer, GEMM):
-        tensors = (Tensor("input", ("M", "K")), Tensor("weight", ("K", "N")),
-                   Tensor("output", ("M", "N"), is_output=True))
-        return Problem("gemm", "GEMM", dict(dims), tensors, {}, {}, ("M", "N", "K"))
+        b = ("B",) if with_batch else ()
+        tensors = (Tensor("input", b + ("M", "K")), Tensor("weight", b + ("K", "N")),
+                   Tensor("output", b + ("M", "N"), is_output=True))
+        if with_batch:
+            dims = {"B": layer.batch, **dims}
+        return Problem("gemm", "GEMM", dict(dims), tensors, {}, {}, ("B", "M", "N", "K"),
+                       1 if with_batch else layer.batch)
     assert isinstance(layer, Conv2D)
     batch = with_batch or dims["N"] > 1
     n = ("N",) if batch else ()
@@ -82,4 +87,5 @@ def problem_of(layer: Layer, *, with_batch: bool = False) -> Problem:
             strides[ref] = layer.stride
         full[ref + "'"] = out
     allowed = ("N", "K", "C", "Y", "X", "R", "S", "Y'", "X'")
-    return Problem("conv2d", layer.layer_type, full, tensors, {"Y": "R", "X": "S"}, strides, allowed)
+    return Problem("conv2d", layer.layer_type, full, tensors, {"Y": "R", "X": "S"}, strides, allowed,
+                   layer.repeat)
