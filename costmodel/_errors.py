@@ -15,6 +15,7 @@ class AccelgenError(ValueError):
     def __init__(self, message: str, *, where: str | None = None) -> None:
         text = " ".join(str(message).split())  # never more than one line
         if where:
+            where = " ".join(str(where).split())
             text = f"{where}: {text}"
         super().__init__(text)
         self.where = where

@@ -213,10 +213,16 @@ _CLUSTER_RE = re.compile(rf"^Cluster\s*\(\s*({_SIZE})\s*(?:,\s*([PpLl])\s*)?\)$"
 _SZ_RE = re.compile(rf"^Sz\s*\(\s*({_DIM})\s*\)$")
 
 
-def _parse_size(text: str) -> Size:
+_MAX_SIZE_DIGITS = 12   # no layer dimension comes near 10**12
+
+
+def _parse_size(text: str, where: str) -> Size:
     match = _SZ_RE.match(text)
     if match:
         return Sz(match.group(1).upper())
+    if len(text) > _MAX_SIZE_DIGITS:
+        raise AccelgenError(f"size {text[:20]}... has {len(text)} digits; expected at most "
+                            f"{_MAX_SIZE_DIGITS}", where=where)
     return int(text)
 
 
@@ -226,10 +232,11 @@ def parse_directive(text: str, where: str) -> Directive:
     match = _MAP_RE.match(src)
     if match:
         cls = TemporalMap if match.group(1) == "TemporalMap" else SpatialMap
-        return cls(_parse_size(match.group(2)), _parse_size(match.group(3)), match.group(4).upper())
+        return cls(_parse_size(match.group(2), where), _parse_size(match.group(3), where),
+                   match.group(4).upper())
     match = _CLUSTER_RE.match(src)
     if match:
-        return Cluster(_parse_size(match.group(1)), mode=(match.group(2) or "P").upper())  # type: ignore[arg-type]
+        return Cluster(_parse_size(match.group(1), where), mode=(match.group(2) or "P").upper())  # type: ignore[arg-type]
     raise AccelgenError(
         f"cannot parse directive {src!r}; expected 'TemporalMap(size,offset) D', "
         "'SpatialMap(size,offset) D' or 'Cluster(n)' (size/offset an integer or Sz(D))", where=where)
