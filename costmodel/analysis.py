@@ -99,10 +99,6 @@ def resolve_dataflow(spec: DataflowSpec, layer: Layer, hw: Hardware) -> Dataflow
     return spec
 
 
-def _per_word(hw: Hardware, coefficient: str, tensor: str) -> float:
-    return hw.energy.per_word_pj(coefficient, hw.bits(tensor))  # type: ignore[arg-type]
-
-
 def analyze_layer(layer: Layer, dataflow: DataflowSpec, hw: Hardware, preset: str = "maestro") -> LayerResult:
     """Analyse one layer.  Raises :class:`AccelgenError` for a dataflow that does not apply to
     the layer or the hardware (unknown dimension, clusters larger than the array)."""
@@ -134,21 +130,23 @@ def analyze_layer(layer: Layer, dataflow: DataflowSpec, hw: Hardware, preset: st
     dram_writes = l2r["output"]
     l1_words = {t: inner.l1_size_words.get(t, 0) for t in _TENSORS}
     l2_words = {t: top.l2_size_words.get(t, 0) for t in _TENSORS}
-    l1_bytes = sum(-(-l1_words[t] * hw.bits(t) // 8) for t in _TENSORS)   # type: ignore[arg-type]
-    l2_bytes = sum(-(-l2_words[t] * hw.bits(t) // 8) for t in _TENSORS)   # type: ignore[arg-type]
+    bits = {t: hw.bits(t) for t in _TENSORS}   # type: ignore[arg-type]
+    l1_bytes = sum(-(-l1_words[t] * bits[t] // 8) for t in _TENSORS)
+    l2_bytes = sum(-(-l2_words[t] * bits[t] // 8) for t in _TENSORS)
 
     noc_words = sum(top.l2_reads.get(t, 0) for t in ("input", "weight")) + top.l2_writes.get("output", 0)
     hops = hw.noc_at(0).hops
+    per_word = hw.energy.per_word_pj
     energy = {
         "mac": macs * hw.energy.mac_pj,
-        "l1": sum(l1r[t] * _per_word(hw, "l1_read_pj", t) + l1w[t] * _per_word(hw, "l1_write_pj", t)
+        "l1": sum(l1r[t] * per_word("l1_read_pj", bits[t]) + l1w[t] * per_word("l1_write_pj", bits[t])
                   for t in _TENSORS),
-        "l2": sum(l2r[t] * _per_word(hw, "l2_read_pj", t) + l2w[t] * _per_word(hw, "l2_write_pj", t)
+        "l2": sum(l2r[t] * per_word("l2_read_pj", bits[t]) + l2w[t] * per_word("l2_write_pj", bits[t])
                   for t in _TENSORS),
-        "noc": noc_words * rep * hops * hw.energy.per_word_pj("noc_pj_per_word_hop", hw.input_bits),
-        "dram": (l2w["input"] * _per_word(hw, "dram_pj_per_word", "input")
-                 + l2w["weight"] * _per_word(hw, "dram_pj_per_word", "weight")
-                 + l2r["output"] * _per_word(hw, "dram_pj_per_word", "output")),
+        "noc": noc_words * rep * hops * per_word("noc_pj_per_word_hop", hw.input_bits),
+        "dram": (l2w["input"] * per_word("dram_pj_per_word", bits["input"])
+                 + l2w["weight"] * per_word("dram_pj_per_word", bits["weight"])
+                 + l2r["output"] * per_word("dram_pj_per_word", bits["output"])),
     }
     energy["total"] = sum(energy.values())
 

@@ -44,10 +44,6 @@ class Sz:
 Size = Union[int, Sz]
 
 
-def _size_text(value: Size) -> str:
-    return str(value)
-
-
 @dataclass(frozen=True)
 class TemporalMap:
     size: Size
@@ -56,7 +52,7 @@ class TemporalMap:
     kind: Literal["temporal"] = "temporal"
 
     def __str__(self) -> str:
-        return f"TemporalMap({_size_text(self.size)},{_size_text(self.offset)}) {self.dim}"
+        return f"TemporalMap({self.size},{self.offset}) {self.dim}"
 
 
 @dataclass(frozen=True)
@@ -67,7 +63,7 @@ class SpatialMap:
     kind: Literal["spatial"] = "spatial"
 
     def __str__(self) -> str:
-        return f"SpatialMap({_size_text(self.size)},{_size_text(self.offset)}) {self.dim}"
+        return f"SpatialMap({self.size},{self.offset}) {self.dim}"
 
 
 @dataclass(frozen=True)
@@ -77,7 +73,7 @@ class Cluster:
     mode: Literal["P", "L"] = "P"     # MAESTRO's physical / logical cluster; analysed alike
 
     def __str__(self) -> str:
-        return f"Cluster({_size_text(self.size)},{self.mode})"
+        return f"Cluster({self.size},{self.mode})"
 
 
 MapDirective = Union[TemporalMap, SpatialMap]
@@ -105,11 +101,13 @@ def _check_directive(name: str, index: int, directive: Directive) -> None:
     if isinstance(directive, Cluster):
         _check_positive(name, index, directive, "Cluster size", directive.size)
         return
+    size, offset = directive.size, directive.offset
+    if type(size) is int and type(offset) is int and 1 <= offset <= size and directive.dim in _ALL_DIMS:
+        return                                      # the common case: nothing to report
     if directive.dim not in _ALL_DIMS:
         raise AccelgenError(
             f"unknown dimension {directive.dim!r}; expected one of {' '.join(sorted(_ALL_DIMS))}",
             where=_where(name, index, directive))
-    size, offset = directive.size, directive.offset
     _check_positive(name, index, directive, "size", size)
     _check_positive(name, index, directive, "offset", offset)
     for part in (size, offset):
@@ -183,21 +181,35 @@ class Dataflow:
             return dims[part.dim]
 
         out: list[Directive] = []
+        filled: list[int] = []
         for index, directive in enumerate(self.directives, start=1):
-            if isinstance(directive, Cluster):
-                out.append(Cluster(value(directive.size, index, directive), directive.mode))
-                continue
-            if directive.dim not in allowed:
+            cluster = isinstance(directive, Cluster)
+            if not cluster and directive.dim not in allowed:
                 raise AccelgenError(f"dimension {directive.dim!r} is not a dimension of a {kind} layer "
                                     f"(expected one of {' '.join(allowed)})",
                                     where=_where(self.name, index, directive))
-            size, offset = directive.size, directive.offset
-            if type(size) is int and type(offset) is int:
+            size = directive.size
+            offset = size if cluster else directive.offset
+            if type(size) is int and type(offset) is int and not (cluster and directive.mode != "P"):
                 out.append(directive)             # immutable and already checked: keep it
+            elif cluster:
+                out.append(Cluster(value(size, index, directive)))   # analysed as (and shown) P
+                filled.append(index)
             else:
-                cls = type(directive)
-                out.append(cls(value(size, index, directive), value(offset, index, directive), directive.dim))
-        return Dataflow(tuple(out), self.name)
+                out.append(type(directive)(value(size, index, directive), value(offset, index, directive),
+                                           directive.dim))
+                filled.append(index)
+        for index in filled:                      # a filled-in size may break a directive's rule
+            _check_directive(self.name, index, out[index - 1])
+        return Dataflow._trusted(tuple(out), self.name)   # same levels and dims as self: valid
+
+    @classmethod
+    def _trusted(cls, directives: tuple[Directive, ...], name: str) -> Dataflow:
+        """A dataflow whose directives are known to pass every check (no re-validation)."""
+        dataflow = object.__new__(cls)
+        object.__setattr__(dataflow, "directives", directives)
+        object.__setattr__(dataflow, "name", name)
+        return dataflow
 
     def __str__(self) -> str:
         return "; ".join(str(d) for d in self.directives)

@@ -10,6 +10,7 @@ MAESTRO's reference runs (``tests/data``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable
 
 from ._errors import AccelgenError
@@ -112,7 +113,14 @@ def library_dataflow(name: str, layer: Layer, num_pes: int) -> Dataflow:
     if template.layer_kind != kind:
         raise AccelgenError(f"library dataflow {key!r} is for {template.layer_kind} layers, not the "
                             f"{kind} layer {layer.name!r}", where="--dataflow")
-    return parse_dataflow(template.render(layer, num_pes), name=key)
+    return _parsed(template.render(layer, num_pes), key)
+
+
+@lru_cache(maxsize=1024)
+def _parsed(text: str, name: str) -> Dataflow:
+    """Parsing is the costly part of a library look-up and depends on the rendered text alone (a
+    :class:`Dataflow` is immutable, so the parsed one can be shared)."""
+    return parse_dataflow(text, name=name)
 
 
 def default_dataflow(layer: Layer, num_pes: int) -> Dataflow:
