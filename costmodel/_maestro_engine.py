@@ -82,7 +82,7 @@ class _Level:
     """One cluster level: its directives, its static tile sizes, and its unit count."""
 
     def __init__(self, index: int, maps: list[_Map], dims: dict[str, int], size: int,
-                 problem: Problem) -> None:
+                 problem: Problem, floor: _Level | None = None) -> None:
         self.index = index
         self.strides = problem.strides
         self.maps = maps
@@ -92,8 +92,8 @@ class _Level:
         self.by_dim = {m.dim: i for i, m in enumerate(maps)}
         self.spatial = [i for i, m in enumerate(maps) if m.spatial]
         self.spatial_index = self.spatial[0]
-        self.num_edge_clusters = self._edge_clusters()
-        self._mapping_sizes()
+        self.num_edge_clusters = self._edge_clusters() if floor is None else floor.num_edge_clusters
+        self._mapping_sizes(floor)
         self._tensor_views(problem.output.dims, [t.dims for t in problem.inputs])
         self.l1_words: dict[str, int] | None = None          # one unit's tiles (see _first_step)
 
@@ -146,7 +146,7 @@ class _Level:
             return _edge_units(d, m.size, m.ofs)[0]
         return 1
 
-    def _mapping_sizes(self) -> None:
+    def _mapping_sizes(self, floor: _Level | None = None) -> None:
         self.mapped = mapped = {}
         self.unique = unique = {}
         self.mapped_edge = mapped_edge = {}
@@ -168,6 +168,9 @@ class _Level:
             mapped_edge[dim] = edge_size if has_edge else size
             fresh = ofs - (size - edge_size)
             unique_edge[dim] = fresh if fresh > 0 else 0
+            if floor is not None and floor.mapped_edge[dim] > mapped_edge[dim]:
+                mapped_edge[dim] = floor.mapped_edge[dim]
+                unique_edge[dim] = floor.unique_edge[dim]
         for ref, sliding in self.overlaps.items():
             i = self.by_dim.get(ref)
             if i is None:
@@ -386,13 +389,21 @@ def build_levels(problem: Problem, dataflow: Dataflow, num_pes: int) -> tuple[li
                             where=dataflow.name)
     units = prod * (num_pes // prod)
     input_vars = problem.input_vars()
+    sliding_dims = set(problem.overlaps.values())
     dims = {k: v for k, v in problem.dims.items() if not k.endswith("'")}
     levels: list[_Level] = []
     prev: list[_Map] | None = None
     for index, directives in enumerate(dataflow.levels()):
         maps = [_Map(isinstance(d, SpatialMap), int(d.size), int(d.offset), d.dim) for d in directives]
+        # A filter map larger than the filter holds the whole filter (Sz(R)).
+        maps = [_Map(m.spatial, dims[m.dim], dims[m.dim], m.dim)
+                if m.dim in sliding_dims and m.dim in dims and m.size > dims[m.dim] else m for m in maps]
         names = {m.dim for m in maps}
         for out, ref, sliding in (("Y'", "Y", "R"), ("X'", "X", "S")):
+            if out in names and ref in names:
+                raise AccelgenError(f"both {ref} and {out} are mapped; they are the same rows seen "
+                                    f"from the input and the output side: expected one of them",
+                                    where=f"{dataflow.name}: level {index}")
             if out in names and ref not in names:
                 filt = next((m.size for m in maps if m.dim == sliding), dims.get(sliding, 1))
                 maps = [_Map(m.spatial, m.size + filt - 1, m.ofs, ref) if m.dim == out else m for m in maps]
@@ -402,29 +413,50 @@ def build_levels(problem: Problem, dataflow: Dataflow, num_pes: int) -> tuple[li
                 if m.dim not in names:
                     maps.insert(0, _Map(False, m.size, m.ofs, m.dim))
                     names.add(m.dim)
-        for var in input_vars:
+        for var in input_vars + [d for d in sorted(dims) if d not in input_vars]:
             if var not in names and var in dims:
                 maps.append(_Map(False, dims[var], dims[var], var))
                 names.add(var)
-        _check_tiling(problem, maps, dims, index, dataflow.name)
-        maps = _apply_stride(problem, maps, dims, top=index == 0)
         size = units // prod if index == 0 else sizes[index - 1]
+        _check_tiling(problem, maps, dims, index, dataflow.name, size)
+        maps = _apply_stride(problem, maps, dims, top=index == 0)
         levels.append(_Level(index, maps, dict(dims), size, problem))
         by_dim = {m.dim: m for m in maps}
-        dims = {v: min(by_dim[v].size, dims[v]) for v in input_vars if v in by_dim and v in dims}
+        # The next level's problem is this level's tile, for every dimension mapped here (MAESTRO
+        # keeps only the input tensors' dimensions, losing e.g. a depthwise layer's K).
+        dims = {v: min(m.size, dims[v]) for v, m in by_dim.items() if v in dims}
         prev = maps
     return levels, units
 
 
 def _check_tiling(problem: Problem, maps: list[_Map], dims: dict[str, int], level: int,
-                  name: str) -> None:
+                  name: str, units: int) -> None:
     """Reject tilings whose MACs the step model cannot count exactly: overlapping tiles of a
     dimension that does not slide (every overlapped output computed twice), sliding windows that
-    advance by other than the outputs they produce (outputs skipped or recomputed), and filter
-    rows split across time steps (windows cut in two)."""
+    advance by other than the outputs they produce (outputs skipped or recomputed), filter rows
+    split across time steps (windows cut in two), and two SpatialMaps other than row stationary's
+    input-row/filter-row pair (units would get only the diagonal of the two dimensions)."""
     by_dim = {m.dim: m for m in maps}
     overlaps = problem.overlaps
     sliding_dims = set(overlaps.values())
+    spatial = [m for m in maps if m.spatial]
+    if len(spatial) == 2:
+        a, b = spatial
+        pair = {a.dim: a, b.dim: b}
+        ref = next((r for r, f in overlaps.items() if r in pair and f in pair), None)
+        where = f"{name}: level {level}"
+        if ref is None or (a.size, a.ofs) != (b.size, b.ofs):
+            raise AccelgenError(
+                f"two SpatialMaps ({a.dim}, {b.dim}) give each unit one element of their diagonal; "
+                "expected them only as row stationary's pair SpatialMap(s,o) Y with SpatialMap(s,o) R "
+                "(or X with S)", where=where)
+        filt = overlaps[ref]
+        positions = (dims.get(filt, 1) - a.size) // a.ofs + 1
+        if dims.get(ref, 0) != dims.get(filt, 0) or positions > units:
+            raise AccelgenError(
+                f"row stationary's SpatialMap pair ({ref}, {filt}) needs one output row per cluster "
+                f"({ref} tile {dims.get(ref, 0)} = {filt} {dims.get(filt, 0)}) and a unit per filter "
+                f"row ({positions} needed, {units} available)", where=where)
     for m in maps:
         d = dims.get(m.dim, 0)
         if m.size >= d:
@@ -499,7 +531,16 @@ def analyze_maestro(problem: Problem, dataflow: Dataflow, *, num_pes: int, simd_
         hit = memo.get(key)
         if hit is not None:
             return hit
-        stats = run_level(levels[li], dims, env, None if li == last else partial(run, li + 1))
+        level = levels[li]
+        own = {d: dims.get(d, v) for d, v in level.dims.items()}
+        if own != level.dims:
+            # A sub-problem smaller than the level's full tile (an edge tile of the level above).
+            # MAESTRO keeps the full tile's tables there.  Where those round an edge tile up we
+            # keep them (its published runtimes carry that); where they would make an edge tile
+            # smaller than it really is — the sub-cluster finishing before its MACs — we use
+            # the edge tile's own size.
+            level = _Level(level.index, level.maps, own, level.size, problem, floor=level)
+        stats = run_level(level, dims, env, None if li == last else partial(run, li + 1))
         memo[key] = stats
         if li == last and not innermost:
             innermost.append(stats)
