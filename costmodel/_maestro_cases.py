@@ -360,8 +360,10 @@ def _totals(stats: LevelStats, occ: list[int], delay: list[int], compute: list[i
     steps = sum(occ)
     stats.steps = steps
     stats.runtime_cycles = sum(map(mul, occ, delay))
-    stats.ingress_bound_steps = sum([o for o, d, c, i in zip(occ, delay, compute, d_in) if d > c and d == i])
-    stats.egress_bound_steps = sum([o for o, d, c, i in zip(occ, delay, compute, d_in) if d > c and d != i])
+    # A step waits on whichever engine takes longest (ties: compute, then ingress); in the
+    # all-Init step, where ingress and compute add up, the larger of the two.
+    stats.ingress_bound_steps = sum([o for o, c, i, e in zip(occ, compute, d_in, d_out) if i > c and i >= e])
+    stats.egress_bound_steps = sum([o for o, c, i, e in zip(occ, compute, d_in, d_out) if e > c and e > i])
     stats.compute_bound_steps = steps - stats.ingress_bound_steps - stats.egress_bound_steps
     cc = [c if c > 1 else 1 for c in compute]
     traffic = list(map(max, ingress, egress))

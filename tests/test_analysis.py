@@ -132,3 +132,12 @@ def test_library_templates_fit_small_arrays() -> None:
     for name in ("kcp", "yrp", "yxp", "xp", "cp"):
         r = analyze_layer(layer, name, tiny)
         assert r.step_macs == r.macs and r.used_pes <= tiny.num_pes
+
+
+def test_the_bottleneck_is_named() -> None:
+    # kcp, 1x1 conv on 64 PEs: each cluster step loads 64 inputs + 64 weights (2 NoC cycles at
+    # 64 words/cycle) for 1 MAC per PE, so the steps wait on ingress; an ideal NoC makes them
+    # compute-bound.
+    layer = Conv2D("c", K=64, C=64, Y=8, X=8, R=1, S=1)
+    assert analyze_layer(layer, "kcp", SMALL).bound == "noc-ingress"
+    assert analyze_layer(layer, "kcp", SMALL.with_overrides(noc_bw="inf", noc_latency=0)).bound == "compute"
