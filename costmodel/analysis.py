@@ -11,7 +11,7 @@ exact timing of the generated RTL, arrives with the RTL generator.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Literal, Sequence, Union
 
 from ._errors import AccelgenError
 from ._maestro_engine import analyze_maestro
@@ -194,13 +194,15 @@ def _bound(stats: Any) -> str:
 
 
 def analyze_model(model: Model, hw: Hardware, *, dataflow: DataflowSpec = None,
-                  gemm_dataflow: DataflowSpec = None, preset: str = "maestro",
-                  progress: Any = None) -> ModelResult:
+                  gemm_dataflow: DataflowSpec = None, per_layer: Sequence[DataflowSpec] | None = None,
+                  preset: str = "maestro", progress: Any = None) -> ModelResult:
     """Analyse every layer.  ``dataflow`` applies to convolutions, ``gemm_dataflow`` to GEMMs;
-    a layer whose kind has none given takes the library default (``kcp`` / ``nmk``)."""
+    a layer whose kind has none given takes the library default (``kcp`` / ``nmk``).
+    ``per_layer`` gives each layer its own instead (a MAESTRO mapping file)."""
+    if per_layer is None:
+        per_layer = [gemm_dataflow if isinstance(layer, GEMM) else dataflow for layer in model.layers]
     results = []
-    for layer in model.layers:
-        spec = gemm_dataflow if isinstance(layer, GEMM) else dataflow
+    for layer, spec in zip(model.layers, per_layer, strict=True):
         try:
             results.append(analyze_layer(layer, spec, hw, preset))
         except AccelgenError as err:

@@ -30,7 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ._errors import AccelgenError
-from .analysis import PRESETS, DataflowSpec, ModelResult, analyze_layer, model_totals
+from .analysis import PRESETS, DataflowSpec, analyze_model
 from .dataflow import GEMM_DIMS, Dataflow, parse_dataflow
 from .dataflow_io import DATAFLOW_SUFFIXES, load_dataflow
 from .hardware import BUILTIN_HARDWARE, Hardware, builtin_hardware
@@ -252,19 +252,6 @@ def _file_plan(workload: Workload) -> _Plan:
     return _Plan(workload, tuple(specs), description)
 
 
-def analyze_layers(model: Model, specs: Sequence[DataflowSpec], hw: Hardware, preset: str) -> ModelResult:
-    """Like :func:`analyze_model`, with a dataflow per layer."""
-    results = []
-    for layer, spec in zip(model.layers, specs, strict=True):
-        try:
-            results.append(analyze_layer(layer, spec, hw, preset))
-        except AccelgenError as err:
-            if str(err).startswith("layer "):
-                raise
-            raise AccelgenError(str(err), where=f"layer {layer.name!r}") from None
-    return ModelResult(model.name, hw.name, preset, tuple(results), model_totals(results, hw))
-
-
 # --- output ---------------------------------------------------------------------------------------
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
@@ -355,7 +342,7 @@ def _run_analyze(args: argparse.Namespace) -> int:
     plan = _plan(args)
     for message in plan.notes:
         _note(message)
-    result = analyze_layers(plan.workload.model, plan.specs, hw, args.preset)
+    result = analyze_model(plan.workload.model, hw, per_layer=plan.specs, preset=args.preset)
     if args.format == "json":
         _emit(args, result_json(result))
     elif args.format == "csv":

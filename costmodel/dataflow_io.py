@@ -18,12 +18,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import yaml
 
 from ._errors import AccelgenError
 from .dataflow import Dataflow, parse_dataflow
 from .maestro_files import read_maestro_file
-from .workload_yaml import _StrictLoader, _yaml_problem
+from ._textio import load_yaml, read_text
 
 __all__ = ["load_dataflow", "dataflow_from_dict", "DATAFLOW_SUFFIXES"]
 
@@ -67,19 +66,6 @@ def dataflow_from_dict(data: object, *, where: str, default_name: str) -> Datafl
     return Dataflow(parsed.directives, name)
 
 
-def _read(where: str) -> str:
-    try:
-        return Path(where).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise AccelgenError("no such file", where=where) from None
-    except IsADirectoryError:
-        raise AccelgenError("is a directory, expected a dataflow file", where=where) from None
-    except UnicodeDecodeError as exc:
-        raise AccelgenError(f"not UTF-8 text (byte {exc.start})", where=where) from None
-    except OSError as exc:
-        raise AccelgenError(f"cannot read ({exc.strerror or exc})", where=where) from None
-
-
 def load_dataflow(path: str | os.PathLike[str]) -> Dataflow:
     """Read a ``.yaml``/``.yml`` dataflow file, or the first Dataflow block of a MAESTRO ``.m``."""
     where = os.fspath(path)
@@ -93,11 +79,5 @@ def load_dataflow(path: str | os.PathLike[str]) -> Dataflow:
             if text is not None:
                 return parse_dataflow(text, name=f"{p.stem}:{layer.name}")
         raise AccelgenError("has no Dataflow block; expected a layer with 'Dataflow { ... }'", where=where)
-    text = _read(where)
-    try:
-        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
-    except Exception as exc:  # noqa: BLE001 - PyYAML also raises ValueError/OverflowError on bad scalars
-        raise AccelgenError(f"not valid YAML ({_yaml_problem(exc)})", where=where) from None
-    if data is None:
-        raise AccelgenError("empty file; expected a mapping with 'directives'", where=where)
+    data = load_yaml(read_text(path, "a dataflow file"), where, empty="a mapping with 'directives'")
     return dataflow_from_dict(data, where=where, default_name=p.stem or "dataflow")

@@ -16,9 +16,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-import yaml
 
 from ._errors import AccelgenError
+from ._textio import load_yaml, read_text
 from .hw_tables import (
     AREA_45NM_HOROWITZ, AREA_TABLES, ENERGY_45NM_HOROWITZ, ENERGY_TABLES, AreaTable, EnergyTable,
     check_bits, check_bool, check_int, check_number, check_text, fail, show,
@@ -332,69 +332,16 @@ def hardware_from_dict(d: object, where: str = "<hardware>") -> Hardware:
     return Hardware(**kwargs)
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """``SafeLoader`` that refuses a key given twice in one mapping (PyYAML keeps the last)."""
-
-
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    loader.flatten_mapping(node)
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        try:
-            duplicate = key in seen
-        except TypeError:  # unhashable: the base constructor reports it
-            continue
-        if duplicate:
-            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}",
-                                                    key_node.start_mark)
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
 def hardware_from_yaml(text: str, where: str = "<string>") -> Hardware:
     """Parse and validate YAML text; ``where`` names it in errors."""
-    try:
-        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        problem = exc.problem or exc.context or "syntax error"
-        if exc.context and exc.problem and exc.problem.startswith("but "):  # "expected X but found Y"
-            problem = f"{exc.context} {exc.problem}"
-        line = f"line {mark.line + 1}: " if mark is not None else ""
-        raise AccelgenError(f"not valid YAML ({line}{problem})", where=where) from None
-    except yaml.reader.ReaderError as exc:
-        line_number = text.count("\n", 0, exc.position) + 1
-        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
-        raise AccelgenError(f"not valid YAML (line {line_number}: unacceptable character #x{code:04x})",
-                            where=where) from None
-    except yaml.YAMLError as exc:
-        raise AccelgenError(f"not valid YAML ({exc})", where=where) from None
-    except RecursionError:
-        raise AccelgenError("not valid YAML (nested too deeply)", where=where) from None
-    except (ValueError, TypeError, OverflowError) as exc:  # e.g. the date 2001-13-45, !!int abc
-        raise AccelgenError(f"not valid YAML ({exc})", where=where) from None
-    if data is None:
-        raise AccelgenError("is empty; expected a mapping of hardware fields", where=where)
+    data = load_yaml(text, where, empty="a mapping of hardware fields")
     return hardware_from_dict(data, where)
 
 
 def load_hardware(path: str | os.PathLike[str]) -> Hardware:
     """Read and validate a hardware YAML file."""
     where = os.fspath(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise AccelgenError("no such file", where=where) from None
-    except IsADirectoryError:
-        raise AccelgenError("is a directory, not a hardware file", where=where) from None
-    except UnicodeDecodeError as exc:
-        raise AccelgenError(f"not valid UTF-8 (byte {exc.start})", where=where) from None
-    except OSError as exc:
-        raise AccelgenError(f"cannot be read ({exc.strerror})", where=where) from None
+    text = read_text(path, "a hardware file")
     return hardware_from_yaml(text, where)
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._errors import AccelgenError
+from ._textio import read_text
 from .workload import GEMM, Conv2D, Layer, Model
 
 __all__ = ["parse_maestro_text", "read_maestro_file", "load_maestro_file"]
@@ -329,16 +330,7 @@ def parse_maestro_text(text: str, source: str = "<string>", *,
 def _read(path: str | os.PathLike[str]) -> tuple[str, str, str]:
     where = os.fspath(path)
     p = Path(path)
-    try:
-        return p.read_text(encoding="utf-8"), where, p.stem or "network"
-    except FileNotFoundError:
-        raise AccelgenError("no such file", where=where) from None
-    except IsADirectoryError:
-        raise AccelgenError("is a directory, expected a MAESTRO .m file", where=where) from None
-    except UnicodeDecodeError as exc:
-        raise AccelgenError(f"not UTF-8 text (byte {exc.start})", where=where) from None
-    except OSError as exc:
-        raise AccelgenError(f"cannot read ({exc.strerror or exc})", where=where) from None
+    return read_text(path, "a MAESTRO .m file"), where, p.stem or "network"
 
 
 def load_maestro_file(path: str | os.PathLike[str]) -> tuple[Model, list[str | None]]:

@@ -26,9 +26,9 @@ import re
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-import yaml
 
 from ._errors import AccelgenError
+from ._textio import load_yaml, read_text
 from .workload import GEMM, Conv2D, Layer, Model
 
 __all__ = ["load_workload_yaml", "parse_workload_yaml", "workload_from_dict", "layer_from_dict",
@@ -155,41 +155,9 @@ def workload_from_dict(data: object, *, where: str = "<dict>", default_name: str
     return Model(name, tuple(built))
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that rejects duplicate mapping keys: PyYAML would silently keep the last one,
-    which hides exactly the kind of edit mistake the door is for."""
-
-    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
-        if isinstance(node, yaml.MappingNode):
-            seen: set[tuple[str, str]] = set()
-            for key_node, _ in node.value:
-                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
-                    ident = (key_node.tag, key_node.value)
-                    if ident in seen:
-                        raise yaml.constructor.ConstructorError(
-                            None, None, f"duplicate key {key_node.value!r}", key_node.start_mark)
-                    seen.add(ident)
-        return super().construct_mapping(node, deep)  # type: ignore[arg-type]
-
-
-def _yaml_problem(exc: BaseException) -> str:
-    if isinstance(exc, yaml.MarkedYAMLError):
-        mark = exc.problem_mark or exc.context_mark
-        problem = exc.problem or exc.context or "syntax error"
-        return f"line {mark.line + 1}: {problem}" if mark is not None else problem
-    if isinstance(exc, RecursionError):
-        return "nested too deeply"
-    return str(exc) or type(exc).__name__
-
-
 def parse_workload_yaml(text: str, source: str = "<string>", *, default_name: str = "workload") -> Model:
     """A model from YAML text; ``source`` names it in errors (the CLI passes the path)."""
-    try:
-        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
-    except Exception as exc:  # noqa: BLE001 - PyYAML also raises ValueError/OverflowError on bad scalars
-        raise _fail(source, f"not valid YAML ({_yaml_problem(exc)})") from None
-    if data is None:
-        raise _fail(source, "empty file; expected a mapping with 'name' and 'layers'")
+    data = load_yaml(text, source, empty="a mapping with 'name' and 'layers'")
     return workload_from_dict(data, where=source, default_name=default_name)
 
 
@@ -197,16 +165,7 @@ def load_workload_yaml(path: str | os.PathLike[str]) -> Model:
     """Load a workload YAML file; the model name defaults to the file's stem."""
     where = os.fspath(path)
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise _fail(where, "no such file") from None
-    except IsADirectoryError:
-        raise _fail(where, "is a directory, expected a YAML file") from None
-    except UnicodeDecodeError as exc:
-        raise _fail(where, f"not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise _fail(where, f"cannot read ({exc.strerror or exc})") from None
+    text = read_text(path, "a workload YAML file")
     return parse_workload_yaml(text, where, default_name=p.stem or "workload")
 
 

@@ -217,7 +217,7 @@ def test_interrupt_is_one_line(capsys: pytest.CaptureFixture[str], monkeypatch: 
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "analyze_layers", interrupted)
+    monkeypatch.setattr(cli, "analyze_model", interrupted)
     code, out, err = run(capsys, "analyze", "--model", "alexnet")
     assert code == 1 and err == "accelgen: error: interrupted\n"
 

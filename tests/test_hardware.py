@@ -242,11 +242,11 @@ def test_file_errors(tmp_path: Path) -> None:
     bad.write_text("name: t\nname: u\n")
     assert load_error(bad) == f"{bad}: not valid YAML (line 2: duplicate key 'name')"
     bad.write_text("")
-    assert load_error(bad) == f"{bad}: is empty; expected a mapping of hardware fields"
+    assert load_error(bad) == f"{bad}: empty file; expected a mapping of hardware fields"
     bad.write_text("a\x01")
     assert load_error(bad) == f"{bad}: not valid YAML (line 1: unacceptable character #x0001)"
     bad.write_bytes(b"name: \xff\n")
-    assert load_error(bad) == f"{bad}: not valid UTF-8 (byte 6)"
+    assert load_error(bad) == f"{bad}: not UTF-8 text (byte 6)"
     bad.write_text("when: 2001-13-45\n")
     assert load_error(bad).startswith(f"{bad}: not valid YAML (")
     bad.write_text(yaml.safe_dump(small(noc=[{"bandwidth_words_per_cycle": -3, "latency_cycles": 1}])))

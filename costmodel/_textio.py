@@ -1,0 +1,74 @@
+"""Reading user files at the door: text files and strict YAML, every failure one line.
+
+Shared by the hardware, workload, dataflow and MAESTRO-file loaders so that they refuse bad
+files in the same words."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ._errors import AccelgenError
+
+__all__ = ["read_text", "load_yaml"]
+
+
+def read_text(path: str | os.PathLike[str], kind: str) -> str:
+    """The UTF-8 text of ``path``; ``kind`` names what the file should be ("a hardware file")."""
+    where = os.fspath(path)
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise AccelgenError("no such file", where=where) from None
+    except IsADirectoryError:
+        raise AccelgenError(f"is a directory, not {kind}", where=where) from None
+    except UnicodeDecodeError as exc:
+        raise AccelgenError(f"not UTF-8 text (byte {exc.start})", where=where) from None
+    except OSError as exc:
+        raise AccelgenError(f"cannot be read ({exc.strerror or exc})", where=where) from None
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping: PyYAML would silently keep the
+    last one, which hides exactly the kind of edit mistake the door is for."""
+
+    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            seen: set[tuple[str, str]] = set()
+            for key_node, _ in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                    ident = (key_node.tag, key_node.value)
+                    if ident in seen:
+                        raise yaml.constructor.ConstructorError(
+                            None, None, f"duplicate key {key_node.value!r}", key_node.start_mark)
+                    seen.add(ident)
+        return super().construct_mapping(node, deep)  # type: ignore[arg-type]
+
+
+def _problem(exc: BaseException, text: str) -> str:
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "syntax error"
+        if exc.context and exc.problem and exc.problem.startswith("but "):   # "expected X but found Y"
+            problem = f"{exc.context} {exc.problem}"
+        return f"line {mark.line + 1}: {problem}" if mark is not None else problem
+    if isinstance(exc, yaml.reader.ReaderError):
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        return f"line {text.count(chr(10), 0, exc.position) + 1}: unacceptable character #x{code:04x}"
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return str(exc) or type(exc).__name__
+
+
+def load_yaml(text: str, where: str, *, empty: str) -> Any:
+    """Parse YAML text strictly; ``empty`` says what was expected if the document is empty."""
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except Exception as exc:  # noqa: BLE001 - PyYAML also raises ValueError/OverflowError on bad scalars
+        raise AccelgenError(f"not valid YAML ({_problem(exc, text)})", where=where) from None
+    if data is None:
+        raise AccelgenError(f"empty file; expected {empty}", where=where)
+    return data
