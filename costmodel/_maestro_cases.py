@@ -169,8 +169,8 @@ def _constants(level: Any, states: list[list[_State]]) -> tuple[int, int, int, l
             b0 *= size
         else:
             a0 *= info.out[edge]
-        for t, mask in enumerate(level.in_masks):
-            if mask >> i & 1:
+        if size != 1:
+            for t in level.in_of[i]:
                 in0[t] *= size
     return a0, b0, code0, in0, varying
 
@@ -226,9 +226,10 @@ def _noc_delays(words: list[int], bw: float, latency: int, hops: int) -> list[in
 
 
 def run_level(level: Any, dims: dict[str, int], env: RunEnv,
-              sub_run: Callable[[dict[str, int]], LevelStats] | None) -> LevelStats:
+              sub_run: Callable[[dict[str, int]], LevelStats] | None, brief: bool = False) -> LevelStats:
     """All figures of one (sub-)problem of ``dims`` at ``level``; ``sub_run`` analyses a
-    sub-cluster problem (None at the innermost level)."""
+    sub-cluster problem (None at the innermost level).  ``brief``: only the runtime and the
+    average active units, all that a level above reads of a sub-cluster problem."""
     states = level.states(dims)
     restart = _restart(level, states)
     vec = _vectors(level, states, restart)
@@ -249,10 +250,10 @@ def run_level(level: Any, dims: dict[str, int], env: RunEnv,
     egress = list(map(mul, a, map(_EGRESS, ks)))
     if not env.spatial_reduction:
         egress = list(map(max, egress, map(mul, a, map(_UNREDUCED, ks))))
-    psum_size = list(map(mul, ab, map(_PSUM_SIZE, ks)))
-    words, fills = _ingress(level, table, spatial, changing, q, restart, env.multicast)
+    words, fills = _ingress(level, table, spatial, changing, q, restart, env.multicast, not brief)
     ingress = [sum(w) for w in zip(*words)]
-    _first_step(env, stats, level, dims, [w[0] for w in words], egress[0])
+    if not brief:
+        _first_step(env, stats, level, dims, [w[0] for w in words], egress[0])
     if sub_run is None:
         simd = env.simd_lanes
         compute = [-(-p // simd) for p in psums]
@@ -265,21 +266,32 @@ def run_level(level: Any, dims: dict[str, int], env: RunEnv,
     delay = list(map(max, d_out, compute, d_in))
     if changing[0] < 0:                  # the very first step: nothing to overlap with
         delay[0] = compute[0] + d_in[0]
+    if brief:
+        stats.runtime_cycles = sum(map(mul, occ, delay))
+        stats.active_units_avg = _active_avg(occ, active, sum(occ))
+        return stats
     _totals(stats, occ, delay, compute, d_in, d_out, ingress, egress, active)
-    stats.macs = sum(map(mul, occ, psum_size))
+    stats.macs = sum(map(mul, occ, map(mul, ab, map(_PSUM_SIZE, ks))))
     _traffic(stats, env, [sum(map(mul, occ, f)) for f in fills],
              [sum(map(mul, occ, w)) for w in words], sum(map(mul, occ, egress)), stats.macs)
     return stats
 
 
 def _ingress(level: Any, table: dict[int, _SpatialConsts], spatial: list[int], changing: list[int],
-             q: list[list[int]], restart: list[int], multicast: bool) -> tuple[list[list[int]], list[list[int]]]:
-    """Per input, per case: the words crossing the NoC and the words landing in L1s."""
+             q: list[list[int]], restart: list[int], multicast: bool,
+             with_fills: bool = True) -> tuple[list[list[int]], list[list[int]]]:
+    """Per input, per case: the words crossing the NoC and the words landing in L1s (those
+    only ``with_fills`` or where they bound the words: without multicast)."""
+    with_fills = with_fills or not multicast
     words, fills = [], []
+    units = None
     for t, qt in enumerate(q):
         if not level.in_sp_coupled[t]:          # every unit gets the same tile: multicast
-            units = {code: k.units for code, k in table.items()}
-            w, f = qt, list(map(mul, qt, map(units.__getitem__, spatial)))
+            w = qt
+            if with_fills:
+                if units is None:
+                    units = list(map(_UNITS, map(table.__getitem__, spatial)))
+                fills.append(list(map(mul, qt, units)))
         else:
             fresh = {c: level.fresh_mask(t, c, restart[t] >> (c + 1) != 0) for c in dict.fromkeys(changing)}
             keys = list(zip(spatial, map(fresh.__getitem__, changing)))
@@ -288,9 +300,9 @@ def _ingress(level: Any, table: dict[int, _SpatialConsts], spatial: list[int], c
                 k = table[key[0]]
                 per_word[key], per_fill[key] = level.ingress(t, k.case, key[1], k.units)
             w = list(map(mul, qt, map(per_word.__getitem__, keys)))
-            f = list(map(mul, qt, map(per_fill.__getitem__, keys)))
-        words.append(w if multicast else list(map(max, w, f)))
-        fills.append(f)
+            if with_fills:
+                fills.append(list(map(mul, qt, map(per_fill.__getitem__, keys))))
+        words.append(w if multicast else list(map(max, w, fills[-1])))
     return words, fills
 
 
@@ -369,12 +381,17 @@ def _totals(stats: LevelStats, occ: list[int], delay: list[int], compute: list[i
     traffic = list(map(max, ingress, egress))
     stats.noc_peak_words_per_cycle = max([0.0] + [t // c for t, c in zip(traffic, cc)])
     stats.noc_avg_words_per_cycle = sum([o * t // c for o, t, c in zip(occ, traffic, cc)]) / steps
-    stats.active_units_avg = reduce(add, map(mul, occ, active), 0.0) / steps
+    stats.active_units_avg = _active_avg(occ, active, steps)
     stats.ingress_delay_avg = reduce(add, map(mul, occ, d_in), 0.0) / steps
     stats.egress_delay_avg = reduce(add, map(mul, occ, d_out), 0.0) / steps
     stats.compute_delay_avg = reduce(add, map(mul, occ, cc), 0.0) / steps
     stats.compute_delay_min = min(cc)
     stats.compute_delay_max = max(cc)
+
+
+def _active_avg(occ: list[int], active: list[Any], steps: int) -> float:
+    """Occurrence-weighted average, a float sum accumulated left to right from 0.0."""
+    return reduce(add, map(mul, occ, active), 0.0) / steps
 
 
 def _traffic(stats: LevelStats, env: RunEnv, fills: list[int], reads: list[int], egress: int,

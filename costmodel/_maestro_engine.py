@@ -89,19 +89,31 @@ class _Level:
         self.dims = dims
         self.size = size
         self.overlaps = problem.overlaps
+        self.l1_words: dict[str, int] | None = None          # one unit's tiles (see _first_step)
+        if floor is not None:
+            # An edge sub-problem of ``floor``'s level: the same directives, so the same views
+            # of the tensors; only the tile tables (and the per-directive factors) differ.
+            for name in self._STATIC:
+                setattr(self, name, getattr(floor, name))
+            self._mapping_sizes(floor)
+            self._directive_info()
+            return
         self.by_dim = {m.dim: i for i, m in enumerate(maps)}
         self.spatial = [i for i, m in enumerate(maps) if m.spatial]
         self.spatial_index = self.spatial[0]
-        self.num_edge_clusters = self._edge_clusters() if floor is None else floor.num_edge_clusters
+        self.num_edge_clusters = self._edge_clusters()
         self._mapping_sizes(floor)
         self._tensor_views(problem.output.dims, [t.dims for t in problem.inputs])
-        self.l1_words: dict[str, int] | None = None          # one unit's tiles (see _first_step)
+        self._directive_info()
+
+    # What depends only on the directives (shared by a level's edge sub-problems).
+    _STATIC = ("by_dim", "spatial", "spatial_index", "num_edge_clusters", "out_of", "out_spatial",
+               "out_sp_outs", "out_sp_others", "in_masks", "in_of", "in_spatial", "in_sp_coupled")
 
     def _tensor_views(self, out_dims: tuple[str, ...], inputs: list[tuple[str, ...]]) -> None:
-        """Which directives index which tensor, and what the case grid multiplies per directive
-        (`_Directive`)."""
-        maps, by_dim, mapped, edge = self.maps, self.by_dim, self.mapped, self.mapped_edge
-        out_of: dict[int, str] = {}                    # directive -> its output tile's name
+        """Which directives index which tensor."""
+        maps, by_dim = self.maps, self.by_dim
+        self.out_of = out_of = {}                      # directive -> its output tile's name
         for d in out_dims:
             i = by_dim.get(d)
             if i is not None:
@@ -110,17 +122,24 @@ class _Level:
         self.out_sp_outs = [(i, a) for i, a in out_of.items() if maps[i].spatial]
         self.out_sp_others = [i for i in self.spatial if i not in out_of]
         self.in_masks = []
-        for dims in inputs:
+        self.in_of = [[] for _ in maps]                # directive -> the inputs it indexes
+        for t, dims in enumerate(inputs):
             mask = 0
             for d in dims:
-                if d in by_dim:
-                    mask |= 1 << by_dim[d]
+                i = by_dim.get(d)
+                if i is not None:
+                    mask |= 1 << i
+                    self.in_of[i].append(t)
             self.in_masks.append(mask)
         self.in_spatial = [self._spatial_of(dims) for dims in inputs]
         self.in_sp_coupled = [sorted(spatial) for spatial in self.in_spatial]   # directive order
+
+    def _directive_info(self) -> None:
+        """What the case grid multiplies per directive (`_Directive`)."""
+        out_of, mapped, edge = self.out_of, self.mapped, self.mapped_edge
         self.info = info = []
-        unit = 1 << len(maps)
-        for i, (spatial, _, _, dim) in enumerate(maps):
+        unit = 1 << len(self.maps)
+        for i, (spatial, _, _, dim) in enumerate(self.maps):
             actual = out_of.get(i)
             out = None if actual is None else (mapped.get(actual, 0), edge.get(actual, 0))
             info.append(_Directive(spatial, mapped[dim], edge[dim], out, self.unique[dim] or 1,
@@ -391,13 +410,19 @@ def build_levels(problem: Problem, dataflow: Dataflow, num_pes: int) -> tuple[li
     input_vars = problem.input_vars()
     sliding_dims = set(problem.overlaps.values())
     dims = {k: v for k, v in problem.dims.items() if not k.endswith("'")}
+    # The order in which unmentioned dimensions are appended (every level's dims are a subset).
+    unrolled = input_vars + [d for d in sorted(dims) if d not in input_vars]
     levels: list[_Level] = []
     prev: list[_Map] | None = None
     for index, directives in enumerate(dataflow.levels()):
-        maps = [_Map(isinstance(d, SpatialMap), int(d.size), int(d.offset), d.dim) for d in directives]
-        # A filter map larger than the filter holds the whole filter (Sz(R)).
-        maps = [_Map(m.spatial, dims[m.dim], dims[m.dim], m.dim)
-                if m.dim in sliding_dims and m.dim in dims and m.size > dims[m.dim] else m for m in maps]
+        maps = []
+        for d in directives:
+            size, dim = int(d.size), d.dim
+            if dim in sliding_dims and dim in dims and size > dims[dim]:
+                # a filter map larger than the filter holds the whole filter (Sz(R))
+                maps.append(_Map(isinstance(d, SpatialMap), dims[dim], dims[dim], dim))
+            else:
+                maps.append(_Map(isinstance(d, SpatialMap), size, int(d.offset), dim))
         names = {m.dim for m in maps}
         for out, ref, sliding in (("Y'", "Y", "R"), ("X'", "X", "S")):
             if out in names and ref in names:
@@ -413,7 +438,7 @@ def build_levels(problem: Problem, dataflow: Dataflow, num_pes: int) -> tuple[li
                 if m.dim not in names:
                     maps.insert(0, _Map(False, m.size, m.ofs, m.dim))
                     names.add(m.dim)
-        for var in input_vars + [d for d in sorted(dims) if d not in input_vars]:
+        for var in unrolled:
             if var not in names and var in dims:
                 maps.append(_Map(False, dims[var], dims[var], var))
                 names.add(var)
@@ -436,10 +461,13 @@ def _check_tiling(problem: Problem, maps: list[_Map], dims: dict[str, int], leve
     advance by other than the outputs they produce (outputs skipped or recomputed), filter rows
     split across time steps (windows cut in two), and two SpatialMaps other than row stationary's
     input-row/filter-row pair (units would get only the diagonal of the two dimensions)."""
-    by_dim = {m.dim: m for m in maps}
     overlaps = problem.overlaps
-    sliding_dims = set(overlaps.values())
     spatial = [m for m in maps if m.spatial]
+    split = [m for m in maps if m.size < dims.get(m.dim, 0)]
+    if len(spatial) != 2 and not split:
+        return                                    # every tile holds its whole dimension
+    by_dim = {m.dim: m for m in maps}
+    sliding_dims = set(overlaps.values())
     if len(spatial) == 2:
         a, b = spatial
         pair = {a.dim: a, b.dim: b}
@@ -457,10 +485,8 @@ def _check_tiling(problem: Problem, maps: list[_Map], dims: dict[str, int], leve
                 f"row stationary's SpatialMap pair ({ref}, {filt}) needs one output row per cluster "
                 f"({ref} tile {dims.get(ref, 0)} = {filt} {dims.get(filt, 0)}) and a unit per filter "
                 f"row ({positions} needed, {units} available)", where=where)
-    for m in maps:
+    for m in split:
         d = dims.get(m.dim, 0)
-        if m.size >= d:
-            continue                              # one tile holds the whole dimension
         filt = overlaps.get(m.dim)
         if filt is None:
             if m.ofs != m.size:
@@ -540,7 +566,10 @@ def analyze_maestro(problem: Problem, dataflow: Dataflow, *, num_pes: int, simd_
             # smaller than it really is — the sub-cluster finishing before its MACs — we use
             # the edge tile's own size.
             level = _Level(level.index, level.maps, own, level.size, problem, floor=level)
-        stats = run_level(level, dims, env, None if li == last else partial(run, li + 1))
+        # Only the top level and the first innermost problem are reported in full; of the
+        # others the level above reads just the runtime and the active units.
+        brief = li != 0 and (li != last or bool(innermost))
+        stats = run_level(level, dims, env, None if li == last else partial(run, li + 1), brief)
         memo[key] = stats
         if li == last and not innermost:
             innermost.append(stats)
