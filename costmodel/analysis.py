@@ -16,7 +16,7 @@ from typing import Any, Literal, Sequence, Union
 from ._errors import AccelgenError
 from ._maestro_engine import analyze_maestro
 from .dataflow import Dataflow
-from .hardware import Hardware
+from .hardware import Hardware, hardware_to_dict
 from .library import default_dataflow, library_dataflow
 from .problem import problem_of
 from .workload import GEMM, Layer, Model
@@ -84,9 +84,11 @@ class ModelResult:
     preset: str
     layers: tuple[LayerResult, ...]
     total: dict[str, Any] = field(default_factory=dict)
+    hardware_config: dict[str, Any] = field(default_factory=dict)   # as analysed, overrides applied
 
     def to_dict(self) -> dict[str, Any]:
         return {"model": self.model, "hardware": self.hardware, "preset": self.preset,
+                "hardware_config": self.hardware_config,
                 "layers": [r.to_dict() for r in self.layers], "total": self.total}
 
 
@@ -211,7 +213,8 @@ def analyze_model(model: Model, hw: Hardware, *, dataflow: DataflowSpec = None,
             raise AccelgenError(str(err), where=f"layer {layer.name!r}") from None
         if progress is not None:
             progress()
-    return ModelResult(model.name, hw.name, preset, tuple(results), model_totals(results, hw))
+    return ModelResult(model.name, hw.name, preset, tuple(results), model_totals(results, hw),
+                       hardware_to_dict(hw))
 
 
 def model_totals(results: list[LayerResult], hw: Hardware) -> dict[str, Any]:

@@ -297,3 +297,14 @@ def test_script_list_and_table() -> None:
     assert listed.returncode == 0 and "resnet50" in listed.stdout and "kcp" in listed.stdout
     table = _script("analyze", "--mapping", str(MAPPING))
     assert table.returncode == 0 and "TOTAL" in table.stdout and "Cluster(64,P)" in table.stdout
+
+
+def test_json_records_the_hardware_as_analysed(capsys: pytest.CaptureFixture[str]) -> None:
+    from costmodel import hardware_from_dict
+
+    data = run_json(capsys, "analyze", "--model", "alexnet", "--num-pes", "128", "--noc-latency", "3",
+                    "--format", "json")
+    config = data["hardware_config"]
+    assert config["num_pes"] == 128 and config["noc"][0]["latency_cycles"] == 3
+    hw = hardware_from_dict(config, "json")            # what was analysed can be analysed again
+    assert hw.num_pes == 128 and hw.noc[0].latency_cycles == 3
