@@ -69,7 +69,7 @@ def test_json_is_strict_and_totals_match_the_zoo(capsys: pytest.CaptureFixture[s
     code, out, _ = run(capsys, "analyze", "--model", "resnet50", "--format", "json", "--noc-bw", "inf")
     assert code == 0
     doc = json.loads(out, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
-    assert set(doc) == {"model", "hardware", "preset", "layers", "total"}
+    assert set(doc) == {"model", "hardware", "hardware_config", "preset", "layers", "total"}
     model = get_model("resnet50")
     assert len(doc["layers"]) == len(model.layers)
     assert all(isinstance(layer["macs"], int) and layer["runtime_cycles"] > 0 for layer in doc["layers"])
@@ -302,8 +302,7 @@ def test_script_list_and_table() -> None:
 def test_json_records_the_hardware_as_analysed(capsys: pytest.CaptureFixture[str]) -> None:
     from costmodel import hardware_from_dict
 
-    data = run_json(capsys, "analyze", "--model", "alexnet", "--num-pes", "128", "--noc-latency", "3",
-                    "--format", "json")
+    data = run_json(capsys, "--model", "alexnet", "--num-pes", "128", "--noc-latency", "3")
     config = data["hardware_config"]
     assert config["num_pes"] == 128 and config["noc"][0]["latency_cycles"] == 3
     hw = hardware_from_dict(config, "json")            # what was analysed can be analysed again
