@@ -21,6 +21,8 @@ from itertools import compress
 from operator import add, attrgetter, mul
 from typing import Any, Callable, NamedTuple
 
+from .hardware import transfer_cycles
+
 INIT, STEADY, EDGE = 0, 1, 2
 
 
@@ -215,14 +217,14 @@ def _spatial_consts(level: Any, states: list[list[_State]], code: int, reduction
 
 # -- the loop, one list operation per quantity over all cases -----------------------------------
 def _noc_delays(words: list[int], bw: float, latency: int, hops: int) -> list[int]:
-    """MAESTRO's NoC: hops x latency head delay plus ceil(words / bw) - 1 pipelined sends."""
+    """MAESTRO's NoC: hops x latency head delay plus ceil(words / bw) - 1 pipelined sends
+    (:class:`~costmodel.hardware.NoCLevel` rounds a word-less transfer to 0; MAESTRO, whose
+    figures this reproduces, leaves it at the head delay minus one)."""
     head = hops * latency - 1
-    if math.isinf(bw):
-        return [head + (w > 0) for w in words]
-    if float(bw).is_integer():
+    if float(bw).is_integer():              # the common case, kept free of per-word calls
         ibw = int(bw)
         return [head - (-w // ibw) for w in words]
-    return [head + math.ceil(w / bw) for w in words]
+    return [head + transfer_cycles(w, bw) for w in words]
 
 
 def run_level(level: Any, dims: dict[str, int], env: RunEnv,

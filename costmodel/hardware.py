@@ -26,6 +26,7 @@ from .hw_tables import (
 
 __all__ = [
     "NoCLevel",
+    "transfer_cycles",
     "Hardware",
     "BuiltinHardware",
     "BUILTIN_HARDWARE",
@@ -69,15 +70,19 @@ class NoCLevel:
             raise fail("NoCLevel", "words", "a non-negative integer", words)
         if count == 0:
             return 0
-        fixed = self.hops * self.latency_cycles
-        bandwidth = self.bandwidth_words_per_cycle
-        if math.isinf(bandwidth):
-            return fixed
-        if isinstance(bandwidth, int) or float(bandwidth).is_integer():
-            transfer = -(-count // int(bandwidth))
-        else:  # the float's exact binary value: no rounding surprise for huge counts
-            transfer = math.ceil(Fraction(count) / Fraction(bandwidth))
-        return fixed + transfer - 1
+        return self.hops * self.latency_cycles + transfer_cycles(count, self.bandwidth_words_per_cycle) - 1
+
+
+def transfer_cycles(words: int, bandwidth: float) -> int:
+    """``ceil(words / bandwidth)`` sends, exactly (one send when the bandwidth is unlimited)."""
+    if words <= 0:
+        return 0
+    if math.isinf(bandwidth):
+        return 1
+    if isinstance(bandwidth, int) or float(bandwidth).is_integer():
+        return -(-words // int(bandwidth))
+    # The float's exact binary value: no rounding surprise for huge counts.
+    return math.ceil(Fraction(words) / Fraction(bandwidth))
 
 
 @dataclass(frozen=True, kw_only=True)
