@@ -1,0 +1,116 @@
+"""One processing element: double-buffered L1 scratchpads for its input and weight tiles, a
+double-buffered partial-sum tile, and an int8 x int8 -> int32 multiply-accumulate.
+
+The PE keeps no schedule of its own.  The distribution NoC shows it up to ``W`` words a cycle,
+each with its tensor and coordinates; the PE captures every word inside its tile (the tile it is
+told for the step being loaded), which is how one word reaches every PE that needs it in the same
+cycle.  The compute engine broadcasts tile-local coordinates; the drain reads (and clears) one
+partial sum a cycle into the reduction tree.
+"""
+
+from amaranth.hdl import Array, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["PE", "pe_signature_widths"]
+
+COORD = 16          # bits of a coordinate or extent
+
+
+def pe_signature_widths(l1: dict[str, int]) -> dict[str, int]:
+    return {name: max(1, (words - 1).bit_length()) for name, words in l1.items()}
+
+
+class PE(wiring.Component):
+    """A PE sized by its largest tile: ``tile`` gives K C Y X R S maxima and ``max_stride``."""
+
+    def __init__(self, tile: dict[str, int], max_stride: int, lanes: int):
+        self.tile = dict(tile)
+        self.max_stride = max_stride
+        self.lanes = lanes
+        t = self.tile
+        self.in_rows = (t["Y"] - 1) * max_stride + t["R"]
+        self.in_cols = (t["X"] - 1) * max_stride + t["S"]
+        self.words = {"input": t["C"] * self.in_rows * self.in_cols,
+                      "weight": t["K"] * t["C"] * t["R"] * t["S"],
+                      "output": t["K"] * t["Y"] * t["X"]}
+        c = COORD
+        super().__init__({
+            # -- load: the NoC's lanes and this PE's tile of the step being loaded
+            "lane_valid": In(lanes),
+            "lane_weight": In(1),                       # tensor on the bus: 0 input, 1 weight
+            "lane_a": In(c), "lane_b": In(c), "lane_c": In(c),   # lane 0's coordinates
+            "lane_d": In(c),                            # innermost coordinate of lane 0
+            "lane_data": In(unsigned(8 * lanes)),
+            "ld_bank_in": In(1), "ld_bank_w": In(1),
+            "ld_k0": In(c), "ld_kn": In(c), "ld_c0": In(c), "ld_cn": In(c),
+            "ld_y0": In(c), "ld_yn": In(c), "ld_x0": In(c), "ld_xn": In(c),   # input coordinates
+            # -- compute
+            "mac_en": In(1),
+            "mac_k": In(c), "mac_c": In(c), "mac_y": In(c), "mac_x": In(c), "mac_r": In(c), "mac_s": In(c),
+            "stride": In(2),
+            "cp_bank_in": In(1), "cp_bank_w": In(1), "cp_bank_ps": In(1),
+            "cp_kn": In(c), "cp_cn": In(c), "cp_yn": In(c), "cp_xn": In(c),   # this PE's extents
+            # -- drain
+            "dr_en": In(1), "dr_bank": In(1), "dr_addr": In(c),
+            "psum": Out(signed(32)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        t = self.tile
+        rows, cols = self.in_rows, self.in_cols
+        regs = {
+            name: [[Signal(signed(8) if name != "output" else signed(32), name=f"{name}{b}_{i}")
+                    for i in range(self.words[name])] for b in range(2)]
+            for name in ("input", "weight", "output")
+        }
+
+        # ---- capture from the NoC --------------------------------------------------------
+        for j in range(self.lanes):
+            data = self.lane_data[8 * j: 8 * j + 8].as_signed()
+            d = self.lane_d + j
+            valid = self.lane_valid[j]
+            # input word (c, y, x) = (lane_b, lane_c, d); weight word (k, c, r, s) = (a, b, c, d)
+            in_hit = (valid & ~self.lane_weight
+                      & (self.lane_b >= self.ld_c0) & (self.lane_b < self.ld_c0 + self.ld_cn)
+                      & (self.lane_c >= self.ld_y0) & (self.lane_c < self.ld_y0 + self.ld_yn)
+                      & (d >= self.ld_x0) & (d < self.ld_x0 + self.ld_xn))
+            in_addr = ((self.lane_b - self.ld_c0) * (rows * cols) + (self.lane_c - self.ld_y0) * cols
+                       + (d - self.ld_x0))
+            w_hit = (valid & self.lane_weight
+                     & (self.lane_a >= self.ld_k0) & (self.lane_a < self.ld_k0 + self.ld_kn)
+                     & (self.lane_b >= self.ld_c0) & (self.lane_b < self.ld_c0 + self.ld_cn))
+            w_addr = (((self.lane_a - self.ld_k0) * t["C"] + (self.lane_b - self.ld_c0)) * (t["R"] * t["S"])
+                      + self.lane_c * t["S"] + d)
+            for name, hit, addr, bank in (("input", in_hit, in_addr, self.ld_bank_in),
+                                          ("weight", w_hit, w_addr, self.ld_bank_w)):
+                for b in range(2):
+                    for i, reg in enumerate(regs[name][b]):
+                        with m.If(hit & (bank == b) & (addr[:16] == i)):
+                            m.d.sync += reg.eq(data)
+
+        # ---- multiply-accumulate ---------------------------------------------------------
+        st = self.stride
+        in_a = (self.mac_c * (rows * cols) + (self.mac_y * st + self.mac_r) * cols
+                + self.mac_x * st + self.mac_s)
+        w_a = ((self.mac_k * t["C"] + self.mac_c) * t["R"] + self.mac_r) * t["S"] + self.mac_s
+        ps_a = (self.mac_k * t["Y"] + self.mac_y) * t["X"] + self.mac_x
+        x_in = Mux(self.cp_bank_in, Array(regs["input"][1])[in_a], Array(regs["input"][0])[in_a])
+        w_in = Mux(self.cp_bank_w, Array(regs["weight"][1])[w_a], Array(regs["weight"][0])[w_a])
+        ps_old = Mux(self.cp_bank_ps, Array(regs["output"][1])[ps_a], Array(regs["output"][0])[ps_a])
+        inside = ((self.mac_k < self.cp_kn) & (self.mac_c < self.cp_cn)
+                  & (self.mac_y < self.cp_yn) & (self.mac_x < self.cp_xn))
+        mac = Signal(signed(32))
+        m.d.comb += mac.eq(ps_old + x_in * w_in)
+
+        # ---- drain: read, clear ------------------------------------------------------------
+        m.d.comb += self.psum.eq(Mux(self.dr_bank, Array(regs["output"][1])[self.dr_addr],
+                                     Array(regs["output"][0])[self.dr_addr]))
+        for b in range(2):
+            for i, reg in enumerate(regs["output"][b]):
+                with m.If(self.mac_en & inside & (self.cp_bank_ps == b) & (ps_a[:16] == i)):
+                    m.d.sync += reg.eq(mac)
+                with m.Elif(self.dr_en & (self.dr_bank == b) & (self.dr_addr == i)):
+                    m.d.sync += reg.eq(0)
+        return m
