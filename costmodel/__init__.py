@@ -9,6 +9,7 @@ from .analysis import PRESETS, LayerResult, ModelResult, analyze_layer, analyze_
 from .dataflow import Cluster, Dataflow, SpatialMap, Sz, TemporalMap, parse_dataflow
 from .hardware import Hardware, NoCLevel, builtin_hardware, hardware_from_dict, load_hardware
 from .library import LIBRARY, default_dataflow, library_dataflow
+from .onnx_import import ImportReport, SkippedOps, load_onnx
 from .workload import GEMM, Conv2D, Layer, Model
 from .workload_yaml import load_workload_yaml, parse_layer_spec
 from .zoo import ZOO, get_model
@@ -19,6 +20,7 @@ __all__ = [
     "Cluster", "Dataflow", "SpatialMap", "Sz", "TemporalMap", "parse_dataflow",
     "Hardware", "NoCLevel", "builtin_hardware", "hardware_from_dict", "load_hardware",
     "LIBRARY", "default_dataflow", "library_dataflow",
+    "ImportReport", "SkippedOps", "load_onnx",
     "GEMM", "Conv2D", "Layer", "Model", "load_workload_yaml", "parse_layer_spec",
     "ZOO", "get_model",
 ]

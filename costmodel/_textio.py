@@ -1,4 +1,4 @@
-"""Reading user files at the door: text files and strict YAML, every failure one line.
+"""Reading user files at the door: text and binary files and strict YAML, every failure one line.
 
 Shared by the hardware, workload, dataflow and MAESTRO-file loaders so that they refuse bad
 files in the same words."""
@@ -13,7 +13,7 @@ import yaml
 
 from ._errors import AccelgenError
 
-__all__ = ["read_text", "load_yaml"]
+__all__ = ["read_text", "read_bytes", "load_yaml"]
 
 
 def read_text(path: str | os.PathLike[str], kind: str) -> str:
@@ -30,6 +30,19 @@ def read_text(path: str | os.PathLike[str], kind: str) -> str:
     except OSError as exc:
         raise AccelgenError(f"cannot be read ({exc.strerror or exc})", where=where) from None
 
+
+
+def read_bytes(path: str | os.PathLike[str], kind: str) -> bytes:
+    """The bytes of ``path`` (a binary file: an ONNX model); failures worded as in :func:`read_text`."""
+    where = os.fspath(path)
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise AccelgenError("no such file", where=where) from None
+    except IsADirectoryError:
+        raise AccelgenError(f"is a directory, not {kind}", where=where) from None
+    except OSError as exc:
+        raise AccelgenError(f"cannot be read ({exc.strerror or exc})", where=where) from None
 
 class _StrictLoader(yaml.SafeLoader):
     """SafeLoader that refuses a key given twice in one mapping: PyYAML would silently keep the

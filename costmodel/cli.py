@@ -2,6 +2,7 @@
 
     accelgen analyze --model resnet50 --dataflow kcp --hw small
     accelgen analyze --mapping tests/data/maestro/small_cnn_kcp.m --format json
+    accelgen analyze --model my_net.onnx --dataflow kcp --hw configs/hw/small.yaml
     accelgen list
 
 Each subcommand is one entry of :data:`_COMMANDS` (its arguments and its run function); the
@@ -36,6 +37,7 @@ from .dataflow_io import DATAFLOW_SUFFIXES, load_dataflow
 from .hardware import BUILTIN_HARDWARE, Hardware, builtin_hardware
 from .library import LIBRARY, canonical_name, describe_library, is_library_name
 from .maestro_files import load_maestro_file
+from .onnx_import import ImportReport, load_onnx
 from .report import ReportContext, humanize_bytes, infeasible_summary, print_table, result_csv, result_json
 from .workload import GEMM, Model
 from .workload_yaml import load_workload_yaml
@@ -46,7 +48,7 @@ __all__ = ["main", "hardware_from_args", "workload_from_spec", "dataflow_from_sp
 PROG = "accelgen"
 FORMATS = ("table", "json", "csv")
 PRESET_NOTES = {"maestro": "MAESTRO's timing assumptions; reproduces its published figures"}
-_WORKLOAD_SUFFIXES = (".yaml", ".yml", ".m")
+_WORKLOAD_SUFFIXES = (".yaml", ".yml", ".m", ".onnx")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -132,15 +134,17 @@ def hardware_from_args(args: argparse.Namespace) -> tuple[Hardware, tuple[str, .
 
 @dataclass(frozen=True)
 class Workload:
-    """A model and where it came from; a MAESTRO ``.m`` file also gives each layer's Dataflow text."""
+    """A model and where it came from; a MAESTRO ``.m`` file also gives each layer's Dataflow text,
+    an ONNX file the report of the nodes that were not modelled."""
 
     model: Model
     source: str                                   # "zoo" or the file's path
     layer_dataflows: tuple[str | None, ...] | None = None
+    import_report: ImportReport | None = None
 
 
 def workload_from_spec(spec: str, option: str = "--model") -> Workload:
-    """A zoo name, a workload ``.yaml``/``.yml`` file or a MAESTRO ``.m`` file."""
+    """A zoo name, a workload ``.yaml``/``.yml`` file, a MAESTRO ``.m`` file or an ONNX model."""
     if spec in ZOO:
         return Workload(get_model(spec), "zoo")
     suffix = Path(spec).suffix.lower()
@@ -149,11 +153,14 @@ def workload_from_spec(spec: str, option: str = "--model") -> Workload:
     if suffix == ".m":
         model, dataflows = load_maestro_file(spec)
         return Workload(model, spec, tuple(dataflows))
+    if suffix == ".onnx":
+        model, report = load_onnx(spec)
+        return Workload(model, spec, import_report=report)
     if Path(spec).exists():
         raise AccelgenError("is not a workload file; expected a built-in model name or a file ending in "
                             f"{', '.join(_WORKLOAD_SUFFIXES)}", where=spec)
     raise AccelgenError(f"unknown model {spec!r}; built-in models: {', '.join(ZOO)} (or give a workload "
-                        ".yaml or a MAESTRO .m file)", where=option)
+                        ".yaml, a MAESTRO .m or an .onnx file)", where=option)
 
 
 def dataflow_from_spec(spec: str, option: str = "--dataflow") -> DataflowSpec:
@@ -326,8 +333,9 @@ def _analyze_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a MAESTRO mapping file: each layer with its own Dataflow block "
                              "(a layer without one takes the library default)")
     source.add_argument("--model", metavar="NAME|FILE",
-                        help=f"a built-in model ({', '.join(ZOO)}), a workload .yaml or a MAESTRO .m "
-                             "file (whose Dataflow blocks are used only when no dataflow option is given)")
+                        help=f"a built-in model ({', '.join(ZOO)}), a workload .yaml, an .onnx model or a "
+                             "MAESTRO .m file (whose Dataflow blocks are used only when no dataflow option is "
+                             "given)")
     group.add_argument("--dataflow", metavar="NAME|FILE",
                        help=f"dataflow of the convolutions: {', '.join(LIBRARY)}, or a .yaml or .m file "
                             "(default: kcp; a GEMM dataflow here applies to the GEMMs)")
@@ -343,17 +351,27 @@ def _run_analyze(args: argparse.Namespace) -> int:
     for message in plan.notes:
         _note(message)
     result = analyze_model(plan.workload.model, hw, per_layer=plan.specs, preset=args.preset)
+    imported = plan.workload.import_report
     if args.format == "json":
-        _emit(args, result_json(result))
+        _emit(args, result_json(result, imported.to_dict() if imported else None))
     elif args.format == "csv":
         _emit(args, result_csv(result))
     else:
-        context = ReportContext(hw, plan.workload.source, overrides, plan.description)
+        context = ReportContext(hw, plan.workload.source, overrides, plan.description,
+                                _import_lines(imported) if imported else ())
         _emit(args, lambda console: print_table(result, context, console))
+    if imported and (args.format == "csv" or args.out is not None):  # else already on the terminal
+        for line in _import_lines(imported):
+            _note(f"{plan.workload.source}: {line}")
     bad = [r for r in result.layers if not r.feasible]
     if bad:
         _note(f"{len(bad)} layer(s) do not fit: {infeasible_summary(bad)}")
     return 0
+
+
+def _import_lines(report: ImportReport) -> tuple[str, ...]:
+    """What an ONNX import left out, then how it mapped odd cases: one line each."""
+    return (report.summary(), *report.notes)
 
 
 # --- list -----------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ class ReportContext:
     model_source: str = ""          # e.g. "zoo", "configs/workloads/tiny_cnn.yaml"
     overrides: tuple[str, ...] = ()  # e.g. ("--num-pes 8",)
     dataflows: str = ""             # e.g. "conv kcp, GEMM nmk (library default)"
+    import_notes: tuple[str, ...] = ()  # e.g. an ONNX import's "not modelled (no MACs here): 12 Relu"
 
 
 # --- JSON / CSV -----------------------------------------------------------------------------------
@@ -47,8 +48,10 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def result_json(result: ModelResult) -> str:
-    return json.dumps(json_safe(result.to_dict()), indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+def result_json(result: ModelResult, extra: dict[str, Any] | None = None) -> str:
+    """The result as strict JSON; ``extra`` adds top-level keys (an ONNX import's ``not_modelled``)."""
+    doc = {**result.to_dict(), **(extra or {})}
+    return json.dumps(json_safe(doc), indent=2, allow_nan=False, ensure_ascii=False) + "\n"
 
 
 def _flatten(d: dict[str, Any]) -> dict[str, Any]:
@@ -233,6 +236,11 @@ def print_table(result: ModelResult, ctx: ReportContext, console: Console) -> No
     console.print(table, width=max(console.width, sum(widths) + gap * (len(widths) - 1)))
     console.print(Text("TOTAL: sums of MACs, runtime and energy; maxima of L1, L2 and NoC peak. "
                        f"util = MACs / (PEs {sym.times} lanes {sym.times} cycles).", style="dim"))
+    if ctx.import_notes:
+        console.print()
+        console.print(Text(f"Imported from {ctx.model_source or 'the model file'}:", style="bold"))
+        for line in ctx.import_notes:
+            console.print(Text("  " + line))
 
     console.print()
     console.print(Text("Dataflows (filled-in directives, outermost cluster level first):", style="bold"))
