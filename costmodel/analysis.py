@@ -24,8 +24,8 @@ from .workload import GEMM, Layer, Model
 __all__ = ["Preset", "PRESETS", "LayerResult", "ModelResult", "analyze_layer", "analyze_model",
            "model_totals", "resolve_dataflow"]
 
-Preset = Literal["maestro"]
-PRESETS: tuple[str, ...] = ("maestro",)
+Preset = Literal["maestro", "hwgen"]
+PRESETS: tuple[str, ...] = ("maestro", "hwgen")
 DataflowSpec = Union[str, Dataflow, None]
 
 _TENSORS = ("input", "weight", "output")
@@ -105,10 +105,11 @@ def analyze_layer(layer: Layer, dataflow: DataflowSpec, hw: Hardware, preset: st
     """Analyse one layer.  Raises :class:`AccelgenError` for a dataflow that does not apply to
     the layer or the hardware (unknown dimension, clusters larger than the array)."""
     if preset not in PRESETS:
-        hint = " (it arrives with the RTL generator)" if preset == "hwgen" else ""
-        raise AccelgenError(f"unknown preset {preset!r}{hint}; expected one of {', '.join(PRESETS)}",
+        raise AccelgenError(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}",
                             where="--preset")
     df = resolve_dataflow(dataflow, layer, hw)
+    if preset == "hwgen":
+        return _analyze_hwgen(layer, df, hw)
     batch_dim = "B" if isinstance(layer, GEMM) else "N"
     problem = problem_of(layer, with_batch=batch_dim in df.dims())
     resolved = df.resolve(problem.dims, kind=problem.kind, allowed=problem.allowed_dims)
@@ -186,6 +187,66 @@ def analyze_layer(layer: Layer, dataflow: DataflowSpec, hw: Hardware, preset: st
         multicast_factor={t: ratio(top.l1_fills.get(t, 0), top.l2_reads.get(t, 0)) for t in ("input", "weight")},
         energy_pj=energy, area_mm2=hw.area_mm2(),
         feasible=not reasons, infeasible_reasons=tuple(reasons),
+    )
+
+
+def _analyze_hwgen(layer: Layer, df: Dataflow, hw: Hardware) -> LayerResult:
+    """The generated accelerator's own figures (``docs/timing.md``): exact cycles of one run times
+    the runs (groups, batch), its word traffic, its buffers."""
+    from .hwgen_model import hwgen_layer, l2_split
+    s, t, f = hwgen_layer(df, layer, hw)
+    rep = t.repeat
+    runtime = f["cycles"] * rep
+    macs = layer.macs
+
+    def scaled(d: dict[str, int]) -> dict[str, int]:
+        return {k: d.get(k, 0) * rep for k in _TENSORS}
+
+    l1r, l1w, l2r = scaled(f["l1_reads"]), scaled(f["l1_writes"]), scaled(f["l2_reads"])
+    sizes = {"input": t.dims["C"] * t.in_rows * t.in_cols,
+             "weight": t.dims["K"] * t.dims["C"] * t.dims["R"] * t.dims["S"],
+             "output": t.dims["K"] * t.dims["Y"] * t.dims["X"]}
+    l2w = {"input": sizes["input"] * rep, "weight": sizes["weight"] * rep, "output": f["l2_writes"]["output"] * rep}
+    bits = {k: hw.bits(k) for k in _TENSORS}   # type: ignore[arg-type]
+    l1 = s.l1_words()
+    l1_words = {k: 2 * v for k, v in l1.items()}
+    l1_bytes = sum(-(-l1_words[k] * bits[k] // 8) for k in _TENSORS)
+    l2_bytes = sum(-(-sizes[k] * bits[k] // 8) for k in _TENSORS)
+    split = l2_split(hw)
+    reasons = [f"{k} needs {sizes[k]} L2 words, the generated L2 region holds {split[k]}"
+               for k in _TENSORS if sizes[k] > split[k]]
+    per_word = hw.energy.per_word_pj
+    noc_words = l2r["input"] + l2r["weight"] + l2w["output"]
+    energy = {
+        "mac": macs * hw.energy.mac_pj,
+        "l1": sum(l1r[k] * per_word("l1_read_pj", bits[k]) + l1w[k] * per_word("l1_write_pj", bits[k])
+                  for k in _TENSORS),
+        "l2": sum(l2r[k] * per_word("l2_read_pj", bits[k]) + l2w[k] * per_word("l2_write_pj", bits[k])
+                  for k in _TENSORS),
+        "noc": noc_words * hw.noc_at(0).hops * per_word("noc_pj_per_word_hop", hw.input_bits),
+        "dram": sum(l2w[k] * per_word("dram_pj_per_word", bits[k]) for k in ("input", "weight"))
+        + sizes["output"] * rep * per_word("dram_pj_per_word", bits["output"]),
+    }
+    energy["total"] = sum(energy.values())
+    slots = f["bound_slots"]
+    bound = {"load": "noc-ingress", "compute": "compute", "drain": "noc-egress"}[
+        max(slots, key=lambda e: (slots[e], e == "compute"))]
+    offchip = (sum(sizes.values()) * rep) / runtime
+    ratio = (lambda a, b: a / b if b else 0.0)
+    return LayerResult(
+        layer=layer.name, layer_type=layer.layer_type, shape=layer.describe(), preset="hwgen",
+        dataflow_name=df.name, dataflow=str(df), num_pes=hw.num_pes, used_pes=s.used_pes,
+        macs=macs, step_macs=f["step_macs"] * rep, runtime_cycles=runtime, runtime_us=runtime / hw.clock_mhz,
+        throughput_macs_per_cycle=macs / runtime, utilization=macs / (hw.num_pes * runtime),
+        avg_active_pes=f["step_macs"] / max(1, f["compute_cycles"]), bound=bound,
+        l1_reads=l1r, l1_writes=l1w, l2_reads=l2r, l2_writes=l2w,
+        dram_reads=l2w["input"] + l2w["weight"], dram_writes=sizes["output"] * rep,
+        l1_words_per_pe=l1_words, l2_words=sizes, l1_bytes_per_pe=l1_bytes, l2_bytes=l2_bytes,
+        noc_bw_peak_words_per_cycle=float(s.noc_words_per_cycle),
+        noc_bw_avg_words_per_cycle=noc_words / runtime, offchip_bw_avg_words_per_cycle=offchip,
+        reuse_factor={k: ratio(l1r[k], l1w[k]) for k in _TENSORS},
+        multicast_factor={k: ratio(l1w[k], l2r[k]) for k in ("input", "weight")},
+        energy_pj=energy, area_mm2=hw.area_mm2(), feasible=not reasons, infeasible_reasons=tuple(reasons),
     )
 
 

@@ -40,14 +40,15 @@ from .maestro_files import load_maestro_file
 from .onnx_import import ImportReport, load_onnx
 from .report import ReportContext, humanize_bytes, infeasible_summary, print_table, result_csv, result_json
 from .workload import GEMM, Model
-from .workload_yaml import load_workload_yaml
+from .workload_yaml import parse_layer_spec, load_workload_yaml
 from .zoo import ZOO, get_model
 
 __all__ = ["main", "hardware_from_args", "workload_from_spec", "dataflow_from_spec", "Workload"]
 
 PROG = "accelgen"
 FORMATS = ("table", "json", "csv")
-PRESET_NOTES = {"maestro": "MAESTRO's timing assumptions; reproduces its published figures"}
+PRESET_NOTES = {"maestro": "MAESTRO's timing assumptions; reproduces its published figures",
+                "hwgen": "the generated RTL's exact timing (docs/timing.md); equals simulation to the cycle"}
 _WORKLOAD_SUFFIXES = (".yaml", ".yml", ".m", ".onnx")
 
 
@@ -147,6 +148,8 @@ def workload_from_spec(spec: str, option: str = "--model") -> Workload:
     """A zoo name, a workload ``.yaml``/``.yml`` file, a MAESTRO ``.m`` file or an ONNX model."""
     if spec in ZOO:
         return Workload(get_model(spec), "zoo")
+    if spec.split(":", 1)[0].lower() in ("conv2d", "gemm") and ":" in spec:
+        return Workload(Model("layer", (parse_layer_spec(spec, name="layer"),)), "inline")
     suffix = Path(spec).suffix.lower()
     if suffix in (".yaml", ".yml"):
         return Workload(load_workload_yaml(spec), spec)
@@ -424,6 +427,25 @@ def _run_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _emit_arguments(parser: argparse.ArgumentParser) -> None:
+    from .cli_hwgen import emit_arguments
+    emit_arguments(parser)
+
+
+def _run_emit(args: argparse.Namespace) -> int:
+    from .cli_hwgen import run_emit
+    return run_emit(args)
+
+
+def _verify_arguments(parser: argparse.ArgumentParser) -> None:
+    from .cli_hwgen import verify_arguments
+    verify_arguments(parser)
+
+
+def _run_verify(args: argparse.Namespace) -> int:
+    from .cli_hwgen import run_verify
+    return run_verify(args)
+
 # --- the command line -----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -438,7 +460,11 @@ _COMMANDS: tuple[_Command, ...] = (
     _Command("analyze", "analyse a model layer by layer on one hardware and dataflow",
              _analyze_arguments, _run_analyze),
     _Command("list", "list the built-in models, dataflows, hardware and presets", _list_arguments, _run_list),
+    _Command("emit", "generate the accelerator's Verilog, file list and manifest", _emit_arguments, _run_emit),
+    _Command("verify", "run a layer on the generated RTL in a simulator: cycles and numerics",
+             _verify_arguments, _run_verify),
 )
+
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,98 @@
+"""The ``hwgen`` preset: the exact timing, traffic and buffers of the accelerator that
+:mod:`hwgen` generates for a dataflow and a hardware description (``docs/timing.md``)."""
+
+from __future__ import annotations
+
+import math
+
+from ._errors import AccelgenError
+from .dataflow import Dataflow
+from .hardware import Hardware
+from .hwgen_schedule import (
+    LayerTiles, HwStructure, _extent, _groups, _keys, _boxes, schedule_summary, steps, structure_of,
+    tiles_of,
+)
+from .workload import Layer
+
+__all__ = ["hwgen_structure", "l2_split", "hwgen_layer", "check_generatable"]
+
+
+def check_generatable(hw: Hardware) -> int:
+    """The distribution bus width ``W`` the hardware asks for; refuse what hwgen cannot build."""
+    bw = hw.noc_at(0).bandwidth_words_per_cycle
+    where = f"hardware {hw.name!r}"
+    if bw != int(bw) or int(bw) < 1 or int(bw) & (int(bw) - 1):
+        raise AccelgenError(f"noc[0].bandwidth_words_per_cycle is {bw!r}; the generated NoC needs a power "
+                            "of two words per cycle (1, 2, 4, ...)", where=where)
+    if hw.simd_lanes != 1:
+        raise AccelgenError(f"simd_lanes is {hw.simd_lanes}; the generated PEs have one MAC lane",
+                            where=where)
+    if not (hw.multicast and hw.spatial_reduction):
+        raise AccelgenError("the generated NoC always multicasts and reduces spatially; expected "
+                            "multicast: true and spatial_reduction: true", where=where)
+    if (hw.input_bits, hw.weight_bits, hw.psum_bits) != (8, 8, 32):
+        raise AccelgenError("the generated PEs are int8 x int8 -> int32; expected data_widths 8/8/32",
+                            where=where)
+    return int(bw)
+
+
+def l2_split(hw: Hardware) -> dict[str, int]:
+    """Words of each L2 region: a quarter of the bytes for inputs, a quarter for weights (int8),
+    half for int32 outputs."""
+    return {"input": hw.l2_bytes // 4, "weight": hw.l2_bytes // 4, "output": hw.l2_bytes // 8}
+
+
+def hwgen_structure(dataflow: Dataflow, layer: Layer, hw: Hardware) -> HwStructure:
+    w = check_generatable(hw)
+    s = structure_of(dataflow, layer, hw.num_pes, noc_words_per_cycle=w)
+    l1 = s.l1_words()
+    need = 2 * (l1["input"] + l1["weight"]) + 2 * 4 * l1["output"]
+    if need > hw.l1_bytes_per_pe:
+        raise AccelgenError(f"the PE tiles need {need} B of L1 (double-buffered), the hardware has "
+                            f"{hw.l1_bytes_per_pe} B", where=f"hardware {hw.name!r}")
+    return s
+
+
+def hwgen_layer(dataflow: Dataflow, layer: Layer, hw: Hardware) -> tuple[HwStructure, LayerTiles, dict]:
+    """Structure, tiles and the figures of one run: cycles, engine totals and word traffic."""
+    s = hwgen_structure(dataflow, layer, hw)
+    t = tiles_of(s, dataflow, layer)
+    summary = schedule_summary(s, t)
+    summary.update(_traffic(s, t))
+    return s, t, summary
+
+
+def _traffic(s: HwStructure, t: LayerTiles) -> dict:
+    """Words moved per tensor: L2 reads (one per NoC word), L1 writes (captures), L1 reads (two
+    operands and a partial sum per MAC), L2 output read-modify-writes (one per drained word)."""
+    l2r = {"input": 0, "weight": 0, "output": 0}
+    l1w = {"input": 0, "weight": 0, "output": 0}
+    drained = 0
+    macs = 0
+    seq = list(steps(s, t))
+    keys = [_keys(x) for x in seq]
+    R, S, st = t.dims["R"], t.dims["S"], t.stride
+    pes = [(u0, u1) for u0 in range(s.n0) for u1 in range(s.n1)]
+    for i, step in enumerate(seq):
+        boxes = _boxes(s, t, step)
+        for name in ("input", "weight"):
+            if i == 0 or keys[i][name] != keys[i - 1][name]:
+                rows, run = boxes[name]
+                l2r[name] += rows * run
+                for pe in pes:
+                    k, c, y, x = (_extent(s, t, step, di, pe)[1] for di in range(4))
+                    if name == "input":
+                        l1w[name] += c * ((y - 1) * st + R) * ((x - 1) * st + S) if y and x and c else 0
+                    else:
+                        l1w[name] += k * c * R * S
+        for pe in pes:
+            macs += math.prod(_extent(s, t, step, di, pe)[1] for di in range(4)) * R * S
+        if i == len(seq) - 1 or keys[i + 1]["output"] != keys[i]["output"]:
+            for g in _groups(s, t, step):
+                drained += math.prod(_extent(s, t, step, di, g)[1] for di in (0, 2, 3))
+    l1w["output"] = macs
+    l1r = {"input": macs, "weight": macs, "output": macs + drained}
+    l2w = {"input": 0, "weight": 0, "output": drained}
+    l2r["output"] = drained
+    return {"l2_reads": l2r, "l2_writes": l2w, "l1_reads": l1r, "l1_writes": l1w, "step_macs": macs,
+            "drained_words": drained}
