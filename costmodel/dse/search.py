@@ -114,7 +114,7 @@ def _pool_work(span: tuple[int, int]) -> ChunkResult:
 
 def _local(plan: Plan, spans: Iterable[tuple[int, int]], workers: int) -> Iterator[ChunkResult]:
     spans = list(spans) if workers > 1 else spans
-    if workers <= 1 or len(spans) <= 1:         # type: ignore[arg-type]
+    if workers <= 1 or len(spans) < 2 * workers:     # type: ignore[arg-type]  # not worth starting processes
         evaluator = _evaluator(plan)
         for span in spans:
             yield process_chunk(plan, evaluator, span)

@@ -69,6 +69,10 @@ class DataflowChoice:
             return self.family
         return f"{self.family}({','.join(f'{k}={v}' for k, v in self.params)})"
 
+    def short(self) -> str:
+        """``kcp[16,YXC]``: the parameter values only, for narrow tables."""
+        return self.family + (f"[{','.join(str(v) for _, v in self.params)}]" if self.params else "")
+
 
 @dataclass(frozen=True)
 class NoCAxes:
