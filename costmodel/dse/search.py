@@ -33,6 +33,7 @@ __all__ = ["SearchState", "ChunkResult", "run_search", "chunk_ranges", "chunk_po
 BACKENDS = ("local", "ray")
 CHECKPOINT = "checkpoint.json"
 _FORMAT = 1
+_POOL_MIN_CHUNKS = 128
 
 
 @dataclass
@@ -215,7 +216,12 @@ def run_search(plan: Plan, *, out_dir: str | os.PathLike[str] | None = None, bac
     if backend == "ray":
         results = _ray(plan, spans, ray_address)
     elif backend == "local":
-        results = _local(plan, spans, workers if workers is not None else (os.cpu_count() or 1))
+        if workers is None:
+            # Worker processes start in ~1 s and each builds its own structures: below a few
+            # million points one process is faster (make bench measures both).
+            chunks = -(-(end - state.next_point) // plan.space.chunk_points)
+            workers = (os.cpu_count() or 1) if chunks >= _POOL_MIN_CHUNKS else 1
+        results = _local(plan, spans, workers)
     else:
         raise AccelgenError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}", where="--backend")
     start = last = time.monotonic()
