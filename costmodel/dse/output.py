@@ -131,7 +131,7 @@ def print_front(console: Console, plan: Plan, state: SearchState, rows: list[dic
     heads = [("#", "rank"), *((f"{names[n]} ({METRICS[n]})", n) for n in _SHOWN if n in plan.objectives or n in
                                 ("runtime_cycles", "energy_pj", "area_mm2")),
              ("PEs", "num_pes"), ("lanes", "simd_lanes"), ("L1/PE B", "l1_bytes_per_pe"), ("L2 B", "l2_bytes"),
-             ("NoC w/c", "noc_bw_words_per_cycle"), ("off-chip w/c", "offchip_bw_words_per_cycle"),
+             ("NoC w/c", "noc_bw_words_per_cycle"), ("DRAM w/c", "offchip_bw_words_per_cycle"),
              ("dataflow", "dataflow_short")]
     for head, _ in heads:
         table.add_column(head, justify="left" if head == "dataflow" else "right", no_wrap=head == "dataflow")
@@ -144,7 +144,7 @@ def print_front(console: Console, plan: Plan, state: SearchState, rows: list[dic
 
 def _cell(value: Any) -> str:
     if isinstance(value, float):
-        return f"{value:.6g}"
+        return f"{value:.5g}"
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)
