@@ -68,13 +68,17 @@ def nondominated(ids: np.ndarray, objs: list[np.ndarray]) -> np.ndarray:
         alive = np.ones(block.stop - block.start, dtype=bool)
         for front in kept_cols:
             alive &= ~_dominated(bcols, front)
-        # within the block: earlier (lexicographically smaller or equal) points only
-        m = len(alive)
-        le = np.ones((m, m), dtype=bool)
-        for c in bcols:
-            le &= c[None, :] <= c[:, None]          # [q, p]: p no worse than q
-        le &= np.tri(m, k=-1, dtype=bool)           # p before q
-        alive &= ~le.any(axis=1)
+        # within the block, among the survivors (a dead dominator implies a live one): earlier
+        # (lexicographically smaller or equal) points only
+        sub = np.flatnonzero(alive)
+        m = len(sub)
+        if m > 1:
+            le = np.ones((m, m), dtype=bool)
+            for c in bcols:
+                c = c[sub]
+                le &= c[None, :] <= c[:, None]      # [q, p]: p no worse than q
+            le &= np.tri(m, k=-1, dtype=bool)       # p before q
+            alive[sub] = ~le.any(axis=1)
         idx = np.arange(block.start, block.stop)[alive]
         if len(idx):
             kept.append(idx)
