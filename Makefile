@@ -14,7 +14,7 @@ WITH_ENV    := source scripts/env.sh &&
 PYTEST_ARGS ?=
 HW          ?= configs/hw/small.yaml
 
-.PHONY: all venv tools test demo bench validate-maestro clean distclean
+.PHONY: all venv tools test demo bench validate-maestro validate-rtl clean distclean
 
 all: test
 
@@ -33,14 +33,20 @@ $(TOOLS_STAMP): scripts/ensure_tools.sh | $(VENV_STAMP)
 test: $(VENV_STAMP) $(TOOLS_STAMP)
 	$(WITH_ENV) $(PY) -m pytest $(PYTEST_ARGS)
 
-demo: $(VENV_STAMP)
+demo: $(VENV_STAMP) $(TOOLS_STAMP)
 	$(WITH_ENV) $(VENV)/bin/accelgen analyze --model resnet50 --dataflow kcp --hw $(HW)
+	@echo; echo "== generate the kcp accelerator for configs/hw/tiny.yaml, run a layer on it in Icarus =="
+	$(WITH_ENV) $(VENV)/bin/accelgen verify --dataflow kcp --hw configs/hw/tiny.yaml \
+		--layer conv2d:K=8,C=4,Y=6,X=6,R=3,S=3 --sim icarus
 
 bench: $(VENV_STAMP)
 	$(WITH_ENV) $(PY) bench/run.py
 
 validate-maestro: $(VENV_STAMP)
 	$(WITH_ENV) $(PY) -m costmodel.validate_maestro
+
+validate-rtl: $(VENV_STAMP) $(TOOLS_STAMP)
+	$(WITH_ENV) $(PY) -m hwgen.validate
 
 clean:
 	rm -rf sim_build .pytest_cache .hypothesis build out results.xml *.egg-info

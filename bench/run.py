@@ -48,7 +48,40 @@ def bench_model_layer_eval(repeats: int = 3, min_seconds: float = 1.0) -> float:
     return best
 
 
+# MAESTRO's published design-space exploration rate (Kwon et al., MICRO 2019: 0.17 M designs/s)
+# and what its public binary manages when driven design by design (~1,500 designs/s).
+MAESTRO_PAPER_DESIGNS_PER_S = 170_000
+MAESTRO_BINARY_DESIGNS_PER_S = 1_500
+SPACE = Path(__file__).resolve().parents[1] / "configs" / "space" / "resnet50.yaml"
+
+
+def bench_dse(one_layer: bool, workers: int) -> tuple[float, int]:
+    """Design points per second of a whole search (structures built inside the timing, no
+    caching across runs) over ``configs/space/resnet50.yaml``: for ResNet-50's layer2.0.conv2
+    alone, or for the whole network (one hardware for all layers, sums over layers)."""
+    from costmodel import Model
+    from costmodel.dse import load_space, make_plan, run_search
+
+    model = get_model("resnet50")
+    if one_layer:
+        layer = next(l for l in model.layers if l.name == "layer2.0.conv2")
+        model = Model("resnet50.layer2.0.conv2", (layer,))
+    plan = make_plan(load_space(SPACE), model, ("runtime_cycles", "energy_pj"), (), "maestro")
+    start = time.perf_counter()
+    state = run_search(plan, workers=workers)
+    return state.evaluated / (time.perf_counter() - start), state.evaluated
+
+
 def main() -> int:
+    for name, one_layer in (("dse_one_layer", True), ("dse_resnet50", False)):
+        rates = {w: bench_dse(one_layer, w) for w in (1, 2)}
+        workers = max(rates, key=lambda w: rates[w][0])
+        rate, points = rates[workers]
+        print(f"{name}: {rate:.0f} designs/s")
+        print(f"{name}_detail: {points} points, best with {workers} worker(s); "
+              + ", ".join(f"{w} worker(s) {r:.0f}/s" for w, (r, _) in rates.items()))
+        print(f"{name}_vs_maestro: {rate / MAESTRO_PAPER_DESIGNS_PER_S:.1f}x the paper's 0.17M designs/s, "
+              f"{rate / MAESTRO_BINARY_DESIGNS_PER_S:.0f}x its binary's ~1,500 designs/s")
     rate = bench_model_layer_eval()
     print(f"model_layer_eval: {rate:.0f} evals/s")
     print(f"model_layer_eval_latency: {1e3 / rate:.3f} ms")

@@ -10,6 +10,12 @@ evaluated by the level's ``*_spatial`` rules once per distinct spatial state and
 The loop visits the cases in the order of ``itertools.product`` over the directives' states and
 accumulates exactly what the plain per-case model does, in the same order, so every figure —
 float averages included — is bit-identical to evaluating each case from scratch.
+
+Nothing here depends on the hardware's numbers (SIMD lanes, NoC bandwidth and latency): a level's
+cases become a :class:`CaseTable` — occurrences, NoC words, partial sums or the sub-problems whose
+runtime is the compute delay — and `_maestro_timing` turns case tables into cycles, for one
+hardware or for arrays of hardware points.  :func:`fill_timing` adds the cycle figures of a
+problem reported in full once its delays are known.
 """
 
 from __future__ import annotations
@@ -20,8 +26,6 @@ from functools import reduce
 from itertools import compress
 from operator import add, attrgetter, mul
 from typing import Any, Callable, NamedTuple
-
-from .hardware import transfer_cycles
 
 INIT, STEADY, EDGE = 0, 1, 2
 
@@ -66,16 +70,34 @@ class LevelStats:
 
 class RunEnv(NamedTuple):
     """What every level's case loop needs besides the level: the problem's tensors and the
-    hardware's rules."""
+    hardware's structural rules (its numbers are `_maestro_timing`'s)."""
 
     out_name: str
     out_dims: tuple[str, ...]
     inputs: tuple[tuple[str, tuple[str, ...]], ...]      # (name, dims) of each input tensor
     overlaps: dict[str, str]                            # input dim -> the filter dim it slides over
-    simd_lanes: int
-    noc: list[tuple[float, int, int]]
     multicast: bool
     spatial_reduction: bool
+
+
+@dataclass
+class CaseTable:
+    """The structure of one (sub-)problem: per case (in grid order, cases without partial sums
+    dropped) its occurrences, the words crossing the NoC in and out, and what its compute delay is
+    made of — the critical unit's partial sums at the innermost level (``ceil(psums / lanes)``),
+    above it the sub-problems whose slowest runtime it is.  ``stats`` holds every figure that does
+    not depend on the hardware's numbers (only ``active_units_avg`` when ``brief``)."""
+
+    level: int
+    occ: list[int]
+    ingress: list[int]
+    egress: list[int]
+    first: bool                              # case 0 is the problem's very first (all-Init) step
+    psums: list[int] | None                  # innermost level
+    subs: list[tuple[int, ...]] | None       # above it: idents of the sub-problems per case
+    stats: LevelStats
+    brief: bool
+    ident: int = -1                          # position in the analysis' problem list
 
 
 # -- the case grid -----------------------------------------------------------------------------
@@ -216,22 +238,11 @@ def _spatial_consts(level: Any, states: list[list[_State]], code: int, reduction
 
 
 # -- the loop, one list operation per quantity over all cases -----------------------------------
-def _noc_delays(words: list[int], bw: float, latency: int, hops: int) -> list[int]:
-    """MAESTRO's NoC: hops x latency head delay plus ceil(words / bw) - 1 pipelined sends
-    (:class:`~costmodel.hardware.NoCLevel` rounds a word-less transfer to 0; MAESTRO, whose
-    figures this reproduces, leaves it at the head delay minus one)."""
-    head = hops * latency - 1
-    if float(bw).is_integer():              # the common case, kept free of per-word calls
-        ibw = int(bw)
-        return [head - (-w // ibw) for w in words]
-    return [head + transfer_cycles(w, bw) for w in words]
-
-
-def run_level(level: Any, dims: dict[str, int], env: RunEnv,
-              sub_run: Callable[[dict[str, int]], LevelStats] | None, brief: bool = False) -> LevelStats:
-    """All figures of one (sub-)problem of ``dims`` at ``level``; ``sub_run`` analyses a
-    sub-cluster problem (None at the innermost level).  ``brief``: only the runtime and the
-    average active units, all that a level above reads of a sub-cluster problem."""
+def level_cases(level: Any, dims: dict[str, int], env: RunEnv,
+                sub_run: Callable[[dict[str, int]], CaseTable] | None, brief: bool = False) -> CaseTable:
+    """The case table of one (sub-)problem of ``dims`` at ``level``; ``sub_run`` gives a
+    sub-cluster problem's table (None at the innermost level).  ``brief``: only what a level
+    above reads of a sub-cluster problem (its runtime, from the table, and its active units)."""
     states = level.states(dims)
     restart = _restart(level, states)
     vec = _vectors(level, states, restart)
@@ -248,7 +259,8 @@ def run_level(level: Any, dims: dict[str, int], env: RunEnv,
     occ, a, ab, psums, ks, code, spatial, changing, *q = cols
     stats = LevelStats()
     if not occ:
-        return stats
+        return CaseTable(level.index, [], [], [], False, [] if sub_run is None else None,
+                         None if sub_run is None else [], stats, brief)
     egress = list(map(mul, a, map(_EGRESS, ks)))
     if not env.spatial_reduction:
         egress = list(map(max, egress, map(mul, a, map(_UNREDUCED, ks))))
@@ -256,27 +268,22 @@ def run_level(level: Any, dims: dict[str, int], env: RunEnv,
     ingress = [sum(w) for w in zip(*words)]
     if not brief:
         _first_step(env, stats, level, dims, [w[0] for w in words], egress[0])
+    subs = None
     if sub_run is None:
-        simd = env.simd_lanes
-        compute = [-(-p // simd) for p in psums]
         active: list[Any] = list(map(_UNITS, ks))
     else:
-        compute, active = _sub_problems(level, sub_run, code, ks)
-    bw, latency, hops = env.noc[min(level.index, len(env.noc) - 1)]
-    d_in = _noc_delays(ingress, bw, latency, hops)
-    d_out = _noc_delays(egress, bw, latency, hops)
-    delay = list(map(max, d_out, compute, d_in))
-    if changing[0] < 0:                  # the very first step: nothing to overlap with
-        delay[0] = compute[0] + d_in[0]
+        subs, active = _sub_problems(level, sub_run, code, ks)
+    steps = sum(occ)
+    stats.active_units_avg = _active_avg(occ, active, steps)
+    cases = CaseTable(level.index, occ, ingress, egress, changing[0] < 0,
+                      psums if sub_run is None else None, subs, stats, brief)
     if brief:
-        stats.runtime_cycles = sum(map(mul, occ, delay))
-        stats.active_units_avg = _active_avg(occ, active, sum(occ))
-        return stats
-    _totals(stats, occ, delay, compute, d_in, d_out, ingress, egress, active)
+        return cases
+    stats.steps = steps
     stats.macs = sum(map(mul, occ, map(mul, ab, map(_PSUM_SIZE, ks))))
     _traffic(stats, env, [sum(map(mul, occ, f)) for f in fills],
              [sum(map(mul, occ, w)) for w in words], sum(map(mul, occ, egress)), stats.macs)
-    return stats
+    return cases
 
 
 def _ingress(level: Any, table: dict[int, _SpatialConsts], spatial: list[int], changing: list[int],
@@ -340,13 +347,13 @@ def _out_words(env: RunEnv, level: Any, table: dict[str, int]) -> int:
     return words
 
 
-def _sub_problems(level: Any, sub_run: Callable[[dict[str, int]], LevelStats], codes: list[int],
-                  ks: list[_SpatialConsts]) -> tuple[list[int], list[Any]]:
-    """Per case above the innermost level: the compute delay (the slowest sub-cluster problem)
-    and the active units summed over the sub-clusters.  Sub-problems are analysed in case order
-    (the first innermost one analysed is the one reported)."""
-    memo: dict[int, tuple[int, Any]] = {}
-    compute, active = [], []
+def _sub_problems(level: Any, sub_run: Callable[[dict[str, int]], CaseTable], codes: list[int],
+                  ks: list[_SpatialConsts]) -> tuple[list[tuple[int, ...]], list[Any]]:
+    """Per case above the innermost level: the sub-cluster problems whose slowest runtime is the
+    compute delay, and the active units summed over the sub-clusters.  Sub-problems are analysed
+    in case order (the first innermost one analysed is the one reported)."""
+    memo: dict[int, tuple[tuple[int, ...], Any]] = {}
+    subs, active = [], []
     n_edge = level.num_edge_clusters
     mask = (1 << len(level.maps)) - 1
     for code, k in zip(codes, ks):
@@ -354,36 +361,36 @@ def _sub_problems(level: Any, sub_run: Callable[[dict[str, int]], LevelStats], c
         if hit is None:
             e = code & mask
             if k.split:
-                subs = [(sub_run(level.sub_dims(e, True)), 1)]
+                found = [(sub_run(level.sub_dims(e, True)), 1)]
                 if n_edge > 1:
-                    subs.append((sub_run(level.sub_dims(e, False)), n_edge - 1))
+                    found.append((sub_run(level.sub_dims(e, False)), n_edge - 1))
             else:
-                subs = [(sub_run(level.sub_dims(e, False)), k.units)]
-            hit = memo[code] = (max(sub.runtime_cycles for sub, _ in subs),
-                                sum(sub.active_units_avg * n for sub, n in subs))
-        compute.append(hit[0])
+                found = [(sub_run(level.sub_dims(e, False)), k.units)]
+            hit = memo[code] = (tuple(sub.ident for sub, _ in found),
+                                sum(sub.stats.active_units_avg * n for sub, n in found))
+        subs.append(hit[0])
         active.append(hit[1] or k.units)
-    return compute, active
+    return subs, active
 
 
-def _totals(stats: LevelStats, occ: list[int], delay: list[int], compute: list[int],
-            d_in: list[int], d_out: list[int], ingress: list[int], egress: list[int],
-            active: list[Any]) -> None:
-    """Runtime, what the steps wait on, NoC bandwidth and the averages.  Float sums are
-    accumulated left to right from 0.0, as the per-case model adds them."""
-    steps = sum(occ)
-    stats.steps = steps
-    stats.runtime_cycles = sum(map(mul, occ, delay))
+def fill_timing(stats: LevelStats, cases: CaseTable, compute: list[int], d_in: list[int],
+                d_out: list[int]) -> None:
+    """The cycle figures of a problem reported in full, from its per-case compute and NoC delays
+    (`_maestro_timing.case_delays`): what the steps wait on, NoC bandwidth and the averages.
+    Float sums are accumulated left to right from 0.0, as the per-case model adds them."""
+    occ = cases.occ
+    if not occ:
+        return
+    steps = stats.steps
     # A step waits on whichever engine takes longest (ties: compute, then ingress); in the
     # all-Init step, where ingress and compute add up, the larger of the two.
     stats.ingress_bound_steps = sum([o for o, c, i, e in zip(occ, compute, d_in, d_out) if i > c and i >= e])
     stats.egress_bound_steps = sum([o for o, c, i, e in zip(occ, compute, d_in, d_out) if e > c and e > i])
     stats.compute_bound_steps = steps - stats.ingress_bound_steps - stats.egress_bound_steps
     cc = [c if c > 1 else 1 for c in compute]
-    traffic = list(map(max, ingress, egress))
+    traffic = list(map(max, cases.ingress, cases.egress))
     stats.noc_peak_words_per_cycle = max([0.0] + [t // c for t, c in zip(traffic, cc)])
     stats.noc_avg_words_per_cycle = sum([o * t // c for o, t, c in zip(occ, traffic, cc)]) / steps
-    stats.active_units_avg = _active_avg(occ, active, steps)
     stats.ingress_delay_avg = reduce(add, map(mul, occ, d_in), 0.0) / steps
     stats.egress_delay_avg = reduce(add, map(mul, occ, d_out), 0.0) / steps
     stats.compute_delay_avg = reduce(add, map(mul, occ, cc), 0.0) / steps

@@ -14,6 +14,11 @@ at most ``3 ** directives`` per level and sub-cluster problems are memoised by t
 `_maestro_cases` evaluates the cases: the temporal directives' factors as outer products over the
 case grid, the spatial ones (the rules below, ``*_spatial``) once per distinct spatial state.
 
+The model is split in two: :func:`maestro_structure` builds every (sub-)problem's case table —
+it depends only on the layer, the filled-in dataflow, the PE count and the multicast / reduction
+flags — and `_maestro_timing` turns case tables into cycles for one hardware or, vectorised, for
+many (the design-space search).  :func:`analyze_maestro` is the two in sequence.
+
 The bookkeeping deliberately follows MAESTRO's published semantics (its tile-size tables, edge
 handling, and which PE is on the critical path) so that the preset reproduces MAESTRO's figures;
 `docs/costmodel.md` lists where this project departs from MAESTRO on purpose.
@@ -22,16 +27,19 @@ handling, and which PE is on the critical path) so that the preset reproduces MA
 from __future__ import annotations
 
 import math
+from copy import copy
 from dataclasses import dataclass
 from functools import partial
 from typing import NamedTuple
 
 from ._errors import AccelgenError
-from ._maestro_cases import EDGE, INIT, STEADY, LevelStats, RunEnv, _State, run_level
+from ._maestro_cases import EDGE, INIT, STEADY, CaseTable, LevelStats, RunEnv, _State, fill_timing, level_cases
+from ._maestro_timing import CompiledLayer, Timing, case_delays
 from .dataflow import Dataflow, SpatialMap
 from .problem import Problem
 
-__all__ = ["LevelStats", "MaestroAnalysis", "analyze_maestro"]
+__all__ = ["LevelStats", "MaestroAnalysis", "MaestroStructure", "analyze_maestro", "maestro_structure",
+           "timed_analysis"]
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -395,6 +403,21 @@ class MaestroAnalysis:
     used_pes: int
 
 
+@dataclass
+class MaestroStructure:
+    """Every (sub-)problem's case table, sub-problems first (a table's ``ident`` is its index);
+    the top-level problem and the first innermost one are reported in full."""
+
+    problems: list[CaseTable]
+    top: CaseTable
+    innermost: CaseTable
+    levels: list[_Level]
+    used_pes: int
+
+    def compiled(self) -> CompiledLayer:
+        return CompiledLayer(self.problems)
+
+
 def build_levels(problem: Problem, dataflow: Dataflow, num_pes: int) -> tuple[list[_Level], int]:
     """Split the (resolved) directive list into cluster levels, completing each as MAESTRO does:
     output-row/column maps become input ones, a dimension an upper level mapped but this one
@@ -544,15 +567,41 @@ def analyze_maestro(problem: Problem, dataflow: Dataflow, *, num_pes: int, simd_
 
     Without ``multicast`` every unit's copy of a word crosses the NoC; without
     ``spatial_reduction`` every unit sends its own partial outputs (MAESTRO ignores both flags)."""
+    structure = maestro_structure(problem, dataflow, num_pes=num_pes, multicast=multicast,
+                                  spatial_reduction=spatial_reduction)
+    return timed_analysis(structure, structure.compiled(), Timing.single(simd_lanes, noc))
+
+
+def timed_analysis(structure: MaestroStructure, compiled: CompiledLayer, timing: Timing,
+                   point: int = 0) -> MaestroAnalysis:
+    """The full figures of the top-level and first innermost problems at one point of
+    ``timing`` (runtimes from ``compiled``, the per-case delays by the same rules)."""
+    runtimes = compiled.runtimes(timing)
+    reported: dict[int, LevelStats] = {}
+    for cases in (structure.top, structure.innermost):
+        if cases.ident in reported:
+            continue
+        stats = copy(cases.stats)            # the structure's own stats stay untimed
+        stats.runtime_cycles = int(runtimes[cases.ident][point])
+        fill_timing(stats, cases, *case_delays(cases, timing, runtimes, point))
+        reported[cases.ident] = stats
+    return MaestroAnalysis(reported[structure.top.ident], reported[structure.innermost.ident],
+                           structure.levels, structure.used_pes)
+
+
+def maestro_structure(problem: Problem, dataflow: Dataflow, *, num_pes: int, multicast: bool = True,
+                      spatial_reduction: bool = True) -> MaestroStructure:
+    """The case tables of every (sub-)problem of the step model: everything but the cycles."""
     levels, units = build_levels(problem, dataflow, num_pes)
     out = problem.output
-    env = RunEnv(out.name, out.dims, tuple((t.name, t.dims) for t in problem.tensors if not t.is_output),
-                 problem.overlaps, simd_lanes, noc, multicast, spatial_reduction)
-    memo: dict[tuple, LevelStats] = {}
-    innermost: list[LevelStats] = []
+    env = RunEnv(out.name, out.dims, tuple((t.name, t.dims) for t in problem.inputs),
+                 problem.overlaps, multicast, spatial_reduction)
+    memo: dict[tuple, CaseTable] = {}
+    problems: list[CaseTable] = []
+    innermost: list[CaseTable] = []
     last = len(levels) - 1
 
-    def run(li: int, dims: dict[str, int]) -> LevelStats:
+    def run(li: int, dims: dict[str, int]) -> CaseTable:
         key = (li, tuple(sorted(dims.items())))
         hit = memo.get(key)
         if hit is not None:
@@ -569,11 +618,13 @@ def analyze_maestro(problem: Problem, dataflow: Dataflow, *, num_pes: int, simd_
         # Only the top level and the first innermost problem are reported in full; of the
         # others the level above reads just the runtime and the active units.
         brief = li != 0 and (li != last or bool(innermost))
-        stats = run_level(level, dims, env, None if li == last else partial(run, li + 1), brief)
-        memo[key] = stats
+        cases = level_cases(level, dims, env, None if li == last else partial(run, li + 1), brief)
+        cases.ident = len(problems)
+        problems.append(cases)
+        memo[key] = cases
         if li == last and not innermost:
-            innermost.append(stats)
-        return stats
+            innermost.append(cases)
+        return cases
 
     top = run(0, dict(problem.dims))
-    return MaestroAnalysis(top, innermost[0] if innermost else top, levels, units)
+    return MaestroStructure(problems, top, innermost[0] if innermost else top, levels, units)

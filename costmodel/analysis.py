@@ -14,15 +14,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Sequence, Union
 
 from ._errors import AccelgenError
-from ._maestro_engine import analyze_maestro
+from ._maestro_engine import MaestroAnalysis, MaestroStructure, maestro_structure, timed_analysis
+from ._maestro_timing import CompiledLayer, Timing
 from .dataflow import Dataflow
 from .hardware import Hardware, hardware_to_dict
 from .library import default_dataflow, library_dataflow
-from .problem import problem_of
+from .problem import Problem, problem_of
 from .workload import GEMM, Layer, Model
 
-__all__ = ["Preset", "PRESETS", "LayerResult", "ModelResult", "analyze_layer", "analyze_model",
-           "model_totals", "resolve_dataflow"]
+__all__ = ["Preset", "PRESETS", "LayerResult", "ModelResult", "LayerStructure", "analyze_layer",
+           "analyze_model", "layer_structure", "layer_result", "model_totals", "resolve_dataflow",
+           "check_preset"]
 
 Preset = Literal["maestro", "hwgen"]
 PRESETS: tuple[str, ...] = ("maestro", "hwgen")
@@ -101,21 +103,119 @@ def resolve_dataflow(spec: DataflowSpec, layer: Layer, hw: Hardware) -> Dataflow
     return spec
 
 
-def analyze_layer(layer: Layer, dataflow: DataflowSpec, hw: Hardware, preset: str = "maestro") -> LayerResult:
-    """Analyse one layer.  Raises :class:`AccelgenError` for a dataflow that does not apply to
-    the layer or the hardware (unknown dimension, clusters larger than the array)."""
+def check_preset(preset: str) -> None:
     if preset not in PRESETS:
         raise AccelgenError(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}",
                             where="--preset")
-    df = resolve_dataflow(dataflow, layer, hw)
-    if preset == "hwgen":
-        return _analyze_hwgen(layer, df, hw)
+
+
+@dataclass(frozen=True)
+class LayerStructure:
+    """Everything about one layer under one filled-in dataflow that does not depend on the
+    hardware's numbers — only on its PE count and its multicast / spatial-reduction support:
+    the step model's case tables and the traffic and buffer counts (words).  The design-space
+    search computes one per distinct (layer, dataflow, PEs) and evaluates it for many hardware
+    points; :func:`layer_result` turns it into a :class:`LayerResult` for one."""
+
+    layer: Layer
+    dataflow: Dataflow                     # as given (library name resolved)
+    resolved: Dataflow                     # the filled-in directives analysed
+    problem: Problem
+    engine: MaestroStructure
+    compiled: CompiledLayer
+    num_pes: int
+    l1_reads: dict[str, int]               # scaled by the problem's repeat count
+    l1_writes: dict[str, int]
+    l2_reads: dict[str, int]
+    l2_writes: dict[str, int]
+    l1_words: dict[str, int]               # per PE, double-buffered
+    l2_words: dict[str, int]
+    noc_words: int                         # one repeat's words across the top level's NoC
+
+    @property
+    def repeat(self) -> int:
+        return self.problem.repeat
+
+
+def layer_structure(layer: Layer, dataflow: DataflowSpec, num_pes: int, *, multicast: bool = True,
+                    spatial_reduction: bool = True) -> LayerStructure:
+    """The hardware-number-free half of :func:`analyze_layer`.  Raises :class:`AccelgenError`
+    for a dataflow that does not apply to the layer or the PE count."""
+    if dataflow is None:
+        df = default_dataflow(layer, num_pes)
+    elif isinstance(dataflow, str):
+        df = library_dataflow(dataflow, layer, num_pes)
+    else:
+        df = dataflow
     batch_dim = "B" if isinstance(layer, GEMM) else "N"
     problem = problem_of(layer, with_batch=batch_dim in df.dims())
     resolved = df.resolve(problem.dims, kind=problem.kind, allowed=problem.allowed_dims)
-    noc = [(lvl.bandwidth_words_per_cycle, lvl.latency_cycles, lvl.hops) for lvl in hw.noc]
-    run = analyze_maestro(problem, resolved, num_pes=hw.num_pes, simd_lanes=hw.simd_lanes, noc=noc,
-                          multicast=hw.multicast, spatial_reduction=hw.spatial_reduction)
+    engine = maestro_structure(problem, resolved, num_pes=num_pes, multicast=multicast,
+                               spatial_reduction=spatial_reduction)
+    top, inner = engine.top.stats, engine.innermost.stats
+    rep = problem.repeat
+
+    def scaled(d: dict[str, int]) -> dict[str, int]:
+        return {t: d.get(t, 0) * rep for t in _TENSORS}
+
+    return LayerStructure(
+        layer, df, resolved, problem, engine, engine.compiled(), num_pes,
+        scaled(top.l1_reads), scaled(top.l1_writes), scaled(top.l2_reads), scaled(top.l2_writes),
+        {t: inner.l1_size_words.get(t, 0) for t in _TENSORS},
+        {t: top.l2_size_words.get(t, 0) for t in _TENSORS},
+        sum(top.l2_reads.get(t, 0) for t in ("input", "weight")) + top.l2_writes.get("output", 0))
+
+
+def analyze_layer(layer: Layer, dataflow: DataflowSpec, hw: Hardware, preset: str = "maestro") -> LayerResult:
+    """Analyse one layer.  Raises :class:`AccelgenError` for a dataflow that does not apply to
+    the layer or the hardware (unknown dimension, clusters larger than the array)."""
+    check_preset(preset)
+    if preset == "hwgen":
+        return _analyze_hwgen(layer, resolve_dataflow(dataflow, layer, hw), hw)
+    structure = layer_structure(layer, dataflow, hw.num_pes, multicast=hw.multicast,
+                                spatial_reduction=hw.spatial_reduction)
+    return layer_result(structure, hw, preset)
+
+
+def hardware_timing(hw: Hardware) -> Timing:
+    return Timing.single(hw.simd_lanes, [(lvl.bandwidth_words_per_cycle, lvl.latency_cycles, lvl.hops)
+                                         for lvl in hw.noc])
+
+
+def buffer_bytes(structure: LayerStructure, hw: Hardware) -> tuple[int, int]:
+    """L1 bytes per PE and L2 bytes the layer needs at the hardware's data widths."""
+    bits = {t: hw.bits(t) for t in _TENSORS}   # type: ignore[arg-type]
+    l1_bytes = sum(-(-structure.l1_words[t] * bits[t] // 8) for t in _TENSORS)
+    l2_bytes = sum(-(-structure.l2_words[t] * bits[t] // 8) for t in _TENSORS)
+    return l1_bytes, l2_bytes
+
+
+def energy_terms(structure: LayerStructure, hw: Hardware) -> tuple[dict[str, float], float]:
+    """The energy components (pJ) but the NoC's, and the NoC's per hop of the top level: the
+    NoC term is ``noc_words * repeat * hops * per_word`` (kept apart: the search varies hops)."""
+    bits = {t: hw.bits(t) for t in _TENSORS}   # type: ignore[arg-type]
+    per_word = hw.energy.per_word_pj
+    l1r, l1w, l2r, l2w = structure.l1_reads, structure.l1_writes, structure.l2_reads, structure.l2_writes
+    terms = {
+        "mac": structure.layer.macs * hw.energy.mac_pj,
+        "l1": sum(l1r[t] * per_word("l1_read_pj", bits[t]) + l1w[t] * per_word("l1_write_pj", bits[t])
+                  for t in _TENSORS),
+        "l2": sum(l2r[t] * per_word("l2_read_pj", bits[t]) + l2w[t] * per_word("l2_write_pj", bits[t])
+                  for t in _TENSORS),
+        "dram": (l2w["input"] * per_word("dram_pj_per_word", bits["input"])
+                 + l2w["weight"] * per_word("dram_pj_per_word", bits["weight"])
+                 + l2r["output"] * per_word("dram_pj_per_word", bits["output"])),
+    }
+    return terms, per_word("noc_pj_per_word_hop", hw.input_bits)
+
+
+def layer_result(structure: LayerStructure, hw: Hardware, preset: str = "maestro",
+                 run: MaestroAnalysis | None = None) -> LayerResult:
+    """Every figure of the layer on ``hw`` (whose PE count and flags the structure was built
+    for); ``run``: its timed analysis, if already computed."""
+    if run is None:
+        run = timed_analysis(structure.engine, structure.compiled, hardware_timing(hw))
+    layer, problem = structure.layer, structure.problem
     top, inner = run.top, run.innermost
     rep = problem.repeat
     macs = layer.macs
@@ -123,34 +223,14 @@ def analyze_layer(layer: Layer, dataflow: DataflowSpec, hw: Hardware, preset: st
     if runtime <= 0:
         raise AccelgenError(f"the dataflow maps no work onto the array (runtime {runtime})",
                             where=f"layer {layer.name!r}")
-
-    def scaled(d: dict[str, int]) -> dict[str, int]:
-        return {t: d.get(t, 0) * rep for t in _TENSORS}
-
-    l1r, l1w, l2r, l2w = scaled(top.l1_reads), scaled(top.l1_writes), scaled(top.l2_reads), scaled(top.l2_writes)
+    l1r, l1w, l2r, l2w = structure.l1_reads, structure.l1_writes, structure.l2_reads, structure.l2_writes
     # Off-chip: every input and weight word enters L2 once, every output word leaves once.
     dram_reads = l2w["input"] + l2w["weight"]
     dram_writes = l2r["output"]
-    l1_words = {t: inner.l1_size_words.get(t, 0) for t in _TENSORS}
-    l2_words = {t: top.l2_size_words.get(t, 0) for t in _TENSORS}
-    bits = {t: hw.bits(t) for t in _TENSORS}   # type: ignore[arg-type]
-    l1_bytes = sum(-(-l1_words[t] * bits[t] // 8) for t in _TENSORS)
-    l2_bytes = sum(-(-l2_words[t] * bits[t] // 8) for t in _TENSORS)
-
-    noc_words = sum(top.l2_reads.get(t, 0) for t in ("input", "weight")) + top.l2_writes.get("output", 0)
-    hops = hw.noc_at(0).hops
-    per_word = hw.energy.per_word_pj
-    energy = {
-        "mac": macs * hw.energy.mac_pj,
-        "l1": sum(l1r[t] * per_word("l1_read_pj", bits[t]) + l1w[t] * per_word("l1_write_pj", bits[t])
-                  for t in _TENSORS),
-        "l2": sum(l2r[t] * per_word("l2_read_pj", bits[t]) + l2w[t] * per_word("l2_write_pj", bits[t])
-                  for t in _TENSORS),
-        "noc": noc_words * rep * hops * per_word("noc_pj_per_word_hop", hw.input_bits),
-        "dram": (l2w["input"] * per_word("dram_pj_per_word", bits["input"])
-                 + l2w["weight"] * per_word("dram_pj_per_word", bits["weight"])
-                 + l2r["output"] * per_word("dram_pj_per_word", bits["output"])),
-    }
+    l1_bytes, l2_bytes = buffer_bytes(structure, hw)
+    terms, noc_per_word_hop = energy_terms(structure, hw)
+    energy = {"mac": terms["mac"], "l1": terms["l1"], "l2": terms["l2"],
+              "noc": structure.noc_words * rep * hw.noc_at(0).hops * noc_per_word_hop, "dram": terms["dram"]}
     energy["total"] = sum(energy.values())
 
     bound = _bound(top)
@@ -170,6 +250,7 @@ def analyze_layer(layer: Layer, dataflow: DataflowSpec, hw: Hardware, preset: st
     def ratio(a: int, b: int) -> float:
         return a / b if b else 0.0
 
+    df, resolved = structure.dataflow, structure.resolved
     return LayerResult(
         layer=layer.name, layer_type=problem.layer_type, shape=layer.describe(), preset=preset,
         dataflow_name=df.name, dataflow=str(resolved), num_pes=hw.num_pes, used_pes=run.used_pes,
@@ -177,9 +258,10 @@ def analyze_layer(layer: Layer, dataflow: DataflowSpec, hw: Hardware, preset: st
         throughput_macs_per_cycle=macs / runtime,
         utilization=macs / (hw.num_pes * hw.simd_lanes * runtime),
         avg_active_pes=top.active_units_avg, bound=bound,
-        l1_reads=l1r, l1_writes=l1w, l2_reads=l2r, l2_writes=l2w,
+        l1_reads=dict(l1r), l1_writes=dict(l1w), l2_reads=dict(l2r), l2_writes=dict(l2w),
         dram_reads=dram_reads, dram_writes=dram_writes,
-        l1_words_per_pe=l1_words, l2_words=l2_words, l1_bytes_per_pe=l1_bytes, l2_bytes=l2_bytes,
+        l1_words_per_pe=dict(structure.l1_words), l2_words=dict(structure.l2_words),
+        l1_bytes_per_pe=l1_bytes, l2_bytes=l2_bytes,
         noc_bw_peak_words_per_cycle=float(top.noc_peak_words_per_cycle),
         noc_bw_avg_words_per_cycle=top.noc_avg_words_per_cycle,
         offchip_bw_avg_words_per_cycle=offchip,

@@ -6,13 +6,14 @@ from __future__ import annotations
 import math
 
 from ._errors import AccelgenError
+from ._hwgen_fast import fast_summary
 from .dataflow import Dataflow
 from .hardware import Hardware
 from .hwgen_schedule import (
     LayerTiles, HwStructure, _extent, _groups, _keys, _boxes, schedule_summary, steps, structure_of,
     tiles_of,
 )
-from .workload import Layer
+from .workload import Conv2D, Layer
 
 __all__ = ["hwgen_structure", "l2_split", "hwgen_layer", "check_generatable"]
 
@@ -42,9 +43,15 @@ def l2_split(hw: Hardware) -> dict[str, int]:
     return {"input": hw.l2_bytes // 4, "weight": hw.l2_bytes // 4, "output": hw.l2_bytes // 8}
 
 
-def hwgen_structure(dataflow: Dataflow, layer: Layer, hw: Hardware) -> HwStructure:
+def hwgen_structure(dataflow: Dataflow, layer: Layer, hw: Hardware, *, fit_layer: bool = False) -> HwStructure:
+    """The generated design's structure (filters up to 3x3, strides up to 2; ``fit_layer``: also
+    up to this layer's, for figures of a design made to run it)."""
     w = check_generatable(hw)
-    s = structure_of(dataflow, layer, hw.num_pes, noc_words_per_cycle=w)
+    max_filter, max_stride = 3, 2
+    if fit_layer and isinstance(layer, Conv2D):
+        max_filter, max_stride = max(3, layer.R, layer.S), max(2, layer.stride)
+    s = structure_of(dataflow, layer, hw.num_pes, noc_words_per_cycle=w, max_filter=max_filter,
+                     max_stride=max_stride)
     l1 = s.l1_words()
     need = 2 * (l1["input"] + l1["weight"]) + 2 * 4 * l1["output"]
     if need > hw.l1_bytes_per_pe:
@@ -54,12 +61,18 @@ def hwgen_structure(dataflow: Dataflow, layer: Layer, hw: Hardware) -> HwStructu
 
 
 def hwgen_layer(dataflow: Dataflow, layer: Layer, hw: Hardware) -> tuple[HwStructure, LayerTiles, dict]:
-    """Structure, tiles and the figures of one run: cycles, engine totals and word traffic."""
-    s = hwgen_structure(dataflow, layer, hw)
+    """Structure, tiles and the figures of one run: cycles, engine totals and word traffic
+    (timing does not depend on the filter and stride maxima the buffers are sized for)."""
+    s = hwgen_structure(dataflow, layer, hw, fit_layer=True)
     t = tiles_of(s, dataflow, layer)
+    return s, t, fast_summary(s, t)
+
+
+def reference_summary(s: HwStructure, t: LayerTiles) -> dict:
+    """The step-by-step walk (slow; the reference :func:`fast_summary` is tested against)."""
     summary = schedule_summary(s, t)
     summary.update(_traffic(s, t))
-    return s, t, summary
+    return summary
 
 
 def _traffic(s: HwStructure, t: LayerTiles) -> dict:

@@ -118,13 +118,6 @@ def structure_of(dataflow: Dataflow, layer: Layer, num_pes: int, *, noc_words_pe
     levels = dataflow.levels()
     if len(levels) > 2:
         raise _refuse(f"{len(levels)} cluster levels; expected one or two", where)
-    sizes = dataflow.cluster_sizes()
-    if sizes and not isinstance(sizes[0], int):
-        raise _refuse(f"cluster size {sizes[0]} must be a number at generation time", where)
-    n1 = int(sizes[0]) if sizes else 1
-    if n1 > num_pes:
-        raise _refuse(f"Cluster({n1}) needs more than the {num_pes} PEs", where)
-    n0 = num_pes // n1 if sizes else num_pes
     dmap = _dim_map(layer)
     loops: list[tuple[int, str]] = []
     spatial: list[str | None] = [None, None]
@@ -147,6 +140,13 @@ def structure_of(dataflow: Dataflow, layer: Layer, num_pes: int, *, noc_words_pe
                 spatial[lv] = d
             loops.append((lv, d))
             tiles[d] = m                      # the innermost level's map decides the PE tile
+    sizes = dataflow.cluster_sizes()
+    if sizes and not isinstance(sizes[0], int):
+        raise _refuse(f"cluster size {sizes[0]} must be a number at generation time", where)
+    n1 = int(sizes[0]) if sizes else 1
+    if n1 > num_pes:
+        raise _refuse(f"Cluster({n1}) needs more than the {num_pes} PEs", where)
+    n0 = num_pes // n1 if sizes else num_pes
     for lv, d in enumerate(spatial):
         if d is not None and lv == 1 and (0, d) in loops and spatial[0] == d:
             raise _refuse(f"{d} is spread across both levels; expected each dimension spatial at one "

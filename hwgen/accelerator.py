@@ -16,7 +16,7 @@ from amaranth.lib.wiring import In, Out
 
 from costmodel.hwgen_schedule import LOOP_DIMS, OUTPUT_DIMS, HwStructure
 
-from .pe import COORD, PE
+from .pe import COORD, PE, wire
 
 __all__ = ["Accelerator", "CONFIG_REGS", "REGION", "CTRL"]
 
@@ -143,11 +143,11 @@ class Accelerator(wiring.Component):
                          | (a_r1[LOOP_DIMS.index(d)] != b.r1[LOOP_DIMS.index(d)])
                          for d in dims]).any()
 
-        new_in = ~ld.valid | tensor_differs(pos_b0, pos_r1, ld, ("C", "Y", "X"))
-        new_w = ~ld.valid | tensor_differs(pos_b0, pos_r1, ld, ("K", "C"))
-        ld_ends = ~more | tensor_differs(pos_b0, pos_r1, ld, OUTPUT_DIMS)      # step in ld ends output
-        cp_ends = ~ld.valid | tensor_differs(ld.b0, ld.r1, cp, OUTPUT_DIMS)    # step in cp ends output
-        work = more | ld.valid | (cp.valid & cp_ends)
+        new_in = wire(m, ~ld.valid | tensor_differs(pos_b0, pos_r1, ld, ("C", "Y", "X")), "new_in")
+        new_w = wire(m, ~ld.valid | tensor_differs(pos_b0, pos_r1, ld, ("K", "C")), "new_w")
+        ld_ends = wire(m, ~more | tensor_differs(pos_b0, pos_r1, ld, OUTPUT_DIMS), "ld_ends")
+        cp_ends = wire(m, ~ld.valid | tensor_differs(ld.b0, ld.r1, cp, OUTPUT_DIMS), "cp_ends")
+        work = wire(m, more | ld.valid | (cp.valid & cp_ends), "work")
 
         # advance of the odometer (combinational next position)
         nxt_b0 = [Signal(COORD, name=f"nxt_b0_{d}") for d in LOOP_DIMS]
@@ -199,58 +199,62 @@ class Accelerator(wiring.Component):
         def tile(desc: _Desc, di: int, u0, u1):
             """(start, extent) of loop dim di for the PE at (u0, u1) in the step of desc."""
             d = LOOP_DIMS[di]
-            base = desc.b0[di] + (u0 * T0[d] if s.spatial[0] == d else 0)
-            start = base + desc.r1[di] + (u1 * T1[d] if s.spatial[1] == d else 0)
-            end = _min(_min(start + T1[d], base + T0[d]), D[d])
-            ext = Mux(end > start, end - start, 0)
-            return start[:COORD], ext[:COORD]
+            tag = f"{desc.valid.name[:2]}_{d}_{u0 if isinstance(u0, int) else 'g'}_{u1 if isinstance(u1, int) else 'g'}"
+            base = wire(m, desc.b0[di] + (u0 * T0[d] if s.spatial[0] == d else 0), f"{tag}_base", COORD + 1)
+            start = wire(m, base + desc.r1[di] + (u1 * T1[d] if s.spatial[1] == d else 0), f"{tag}_start", COORD + 1)
+            end = wire(m, _min(_min(start + T1[d], base + T0[d]), D[d]), f"{tag}_end", COORD + 1)
+            ext = wire(m, Mux(end > start, end - start, 0), f"{tag}_ext", COORD)
+            return start[:COORD], ext
 
         def union(desc: _Desc, di: int):
             d = LOOP_DIMS[di]
-            start = desc.b0[di] + desc.r1[di]
+            start = wire(m, desc.b0[di] + desc.r1[di], f"u_{d}_start", COORD)
             if s.spatial[0] == d:
                 end = _min(desc.b0[di] + n0 * T0[d], D[d])
             elif s.spatial[1] == d:
                 end = _min(_min(start + n1 * T1[d], desc.b0[di] + T0[d]), D[d])
             else:
                 end = _min(_min(start + T1[d], desc.b0[di] + T0[d]), D[d])
-            return start[:COORD], (end - start)[:COORD]
+            return start, wire(m, (end - start)[:COORD], f"u_{d}_ext", COORD)
 
         # ---- loader: walk each reloaded tensor's union box, W words a cycle -------------------
         ub = [union(ld, di) for di in range(4)]
         (k_s, k_n), (c_s, c_n), (y_s, y_n), (x_s, x_n) = ub
-        in_box_start = [Const(0, COORD), c_s, (y_s * st)[:COORD], (x_s * st)[:COORD]]
-        in_box_ext = [Const(1, COORD), c_n, ((y_n - 1) * st + R)[:COORD], ((x_n - 1) * st + S)[:COORD]]
+        in_box_start = [Const(0, COORD), c_s, wire(m, (y_s * st)[:COORD], "in_y0"), wire(m, (x_s * st)[:COORD], "in_x0")]
+        in_box_ext = [Const(1, COORD), c_n, wire(m, ((y_n - 1) * st + R)[:COORD], "in_yn"),
+                      wire(m, ((x_n - 1) * st + S)[:COORD], "in_xn")]
         w_box_start = [k_s, c_s, Const(0, COORD), Const(0, COORD)]
         w_box_ext = [k_n, c_n, R, S]
         l_active = Signal()
         l_tail = Signal()
         l_weight = Signal()
         l_cnt = [Signal(COORD, name=f"l_cnt{i}") for i in range(4)]
-        cur_weight = Mux(go, ~ld.ld_in, l_weight)
-        box_start = [Mux(cur_weight, a, b) for a, b in zip(w_box_start, in_box_start)]
-        box_ext = [Mux(cur_weight, a, b) for a, b in zip(w_box_ext, in_box_ext)]
-        issuing = ((go & ld.valid & (ld.ld_in | ld.ld_w)) | (l_active & ~l_tail))
-        coord = [(a + b)[:COORD] for a, b in zip(box_start, l_cnt)]
+        cur_weight = wire(m, Mux(go, ~ld.ld_in, l_weight), "cur_weight")
+        box_start = [wire(m, Mux(cur_weight, a, b), f"box_start{i}", COORD)
+                     for i, (a, b) in enumerate(zip(w_box_start, in_box_start))]
+        box_ext = [wire(m, Mux(cur_weight, a, b), f"box_ext{i}", COORD)
+                   for i, (a, b) in enumerate(zip(w_box_ext, in_box_ext))]
+        issuing = wire(m, (go & ld.valid & (ld.ld_in | ld.ld_w)) | (l_active & ~l_tail), "issuing")
+        coord = [wire(m, (a + b)[:COORD], f"coord{i}", COORD) for i, (a, b) in enumerate(zip(box_start, l_cnt))]
         # linear L2 address of lane 0
         in_addr = (coord[1] * cfg["in_rows"] + coord[2]) * cfg["in_cols"] + coord[3]
         w_addr = ((coord[0] * D["C"] + coord[1]) * R + coord[2]) * S + coord[3]
         addr = Signal(32)
         m.d.comb += addr.eq(Mux(cur_weight, w_addr, in_addr))
-        remaining = (box_ext[3] - l_cnt[3])[:COORD]
-        length = Mux(remaining < W, remaining, W)
+        remaining = wire(m, (box_ext[3] - l_cnt[3])[:COORD], "remaining")
+        length = wire(m, Mux(remaining < W, remaining, W), "length")
         for b in range(W):
             # bank b serves lane j = (b - addr) mod W
             j = (b - addr[:lg])[:lg] if W > 1 else 0
-            row = (addr + j) >> lg
+            row = wire(m, (addr + j) >> lg, f"bank{b}_row", 32)
             for name, banks in (("input", l2_in), ("weight", l2_w)):
                 rd = banks[b][0]
                 m.d.comb += [rd.addr.eq(row), rd.en.eq(1)]
         # advance the box counters
-        last_chunk = l_cnt[3] + W >= box_ext[3]
+        last_chunk = wire(m, l_cnt[3] + W >= box_ext[3], "last_chunk")
         wraps = [last_chunk]
         for i in (2, 1, 0):
-            wraps.append(wraps[-1] & (l_cnt[i] + 1 >= box_ext[i]))
+            wraps.append(wire(m, wraps[-1] & (l_cnt[i] + 1 >= box_ext[i]), f"wrap{i}"))
         box_done = wraps[-1]
         with m.If(issuing):
             m.d.sync += l_active.eq(1)
@@ -273,11 +277,12 @@ class Accelerator(wiring.Component):
         with m.Elif(l_tail):
             m.d.sync += [l_tail.eq(0), l_active.eq(0)]
         # the NoC lanes, one cycle after the issue (L2 read latency)
-        lane_valid = Signal(W)
+        lane_valid = Signal()
+        lane_count = Signal(8)
         lane_weight = Signal()
         lane_coord = [Signal(COORD, name=f"lane_c{i}") for i in range(4)]
         lane_addr0 = Signal(lg or 1)
-        m.d.sync += [lane_valid.eq(Mux(issuing, Cat(*[length > j for j in range(W)]), 0)), lane_weight.eq(cur_weight),
+        m.d.sync += [lane_valid.eq(issuing), lane_count.eq(length), lane_weight.eq(cur_weight),
                      lane_addr0.eq(addr[:lg] if lg else 0)]
         m.d.sync += [a.eq(b) for a, b in zip(lane_coord, coord)]
         lane_data = Signal(8 * W)
@@ -293,10 +298,10 @@ class Accelerator(wiring.Component):
         mac = {n: Signal(COORD, name=f"mac_{n}") for n in ("k", "c", "y", "x", "r", "s")}
         order = ["k", "c", "y", "x", "r", "s"]
         bounds = dict(zip(order, cp_ext + [R, S]))
-        c_issue = (go & cp.valid) | c_active
+        c_issue = wire(m, (go & cp.valid) | c_active, "c_issue")
         c_wrap = [Const(1)]
         for n in reversed(order):
-            c_wrap.append(c_wrap[-1] & (mac[n] + 1 >= bounds[n]))
+            c_wrap.append(wire(m, c_wrap[-1] & (mac[n] + 1 >= bounds[n]), f"c_wrap_{n}"))
         with m.If(c_issue):
             m.d.sync += c_active.eq(~c_wrap[-1])
             for i, n in enumerate(reversed(order)):
@@ -328,10 +333,10 @@ class Accelerator(wiring.Component):
         has_g0 = not red0 and s.spatial[0] is not None and n0 > 1
         next_g1_ok = ((g1 + 1 < n1) & valid_group(g0, g1 + 1)) if has_g1 else Const(0)
         next_g0_ok = ((g0 + 1 < n0) & valid_group(g0 + 1, 0)) if has_g0 else Const(0)
-        d_issue = (go & dr.valid & dr.ends) | (d_active & ~d_tail)
-        x_last = dx + 1 >= g_ext["X"]
-        y_last = x_last & (dy + 1 >= g_ext["Y"])
-        k_last = y_last & (dk + 1 >= g_ext["K"])
+        d_issue = wire(m, (go & dr.valid & dr.ends) | (d_active & ~d_tail), "d_issue")
+        x_last = wire(m, dx + 1 >= g_ext["X"], "x_last")
+        y_last = wire(m, x_last & (dy + 1 >= g_ext["Y"]), "y_last")
+        k_last = wire(m, y_last & (dk + 1 >= g_ext["K"]), "k_last")
         with m.If(d_issue):
             m.d.sync += d_active.eq(1)
             with m.If(~x_last):
@@ -351,8 +356,8 @@ class Accelerator(wiring.Component):
         with m.Elif(d_tail):
             m.d.sync += [d_tail.eq(0), d_active.eq(0)]
         t = s.pe_tile_max
-        dr_local = (dk * t["Y"] + dy) * t["X"] + dx
-        out_addr = ((gk0 + dk) * D["Y"] + gy0 + dy) * D["X"] + gx0 + dx
+        dr_local = wire(m, (dk * t["Y"] + dy) * t["X"] + dx, "dr_local", COORD)
+        out_addr = wire(m, ((gk0 + dk) * D["Y"] + gy0 + dy) * D["X"] + gx0 + dx, "out_addr", 32)
         # reduction tree over the PEs of the current group
         psums = []
         pes = []
@@ -370,8 +375,8 @@ class Accelerator(wiring.Component):
                 m.d.comb += [pe.dr_en.eq(d_issue & in_group), pe.dr_bank.eq(dr.bank_ps),
                              pe.dr_addr.eq(dr_local)]
         while len(psums) > 1:
-            psums = [(psums[i] + psums[i + 1])[:32].as_signed() if i + 1 < len(psums) else psums[i]
-                     for i in range(0, len(psums), 2)]
+            psums = [wire(m, (psums[i] + psums[i + 1])[:32].as_signed(), "red", signed(32))
+                     if i + 1 < len(psums) else psums[i] for i in range(0, len(psums), 2)]
         value_r = Signal(signed(32))
         addr_r = Signal(32)
         write_r = Signal()
@@ -385,7 +390,7 @@ class Accelerator(wiring.Component):
         for u0, u1, pe in pes:
             (lk0, lkn), (lc0, lcn), (ly0, lyn), (lx0, lxn) = [tile(ld, di, u0, u1) for di in range(4)]
             m.d.comb += [
-                pe.lane_valid.eq(lane_valid), pe.lane_weight.eq(lane_weight),
+                pe.lane_valid.eq(lane_valid), pe.lane_count.eq(lane_count), pe.lane_weight.eq(lane_weight),
                 pe.lane_a.eq(lane_coord[0]), pe.lane_b.eq(lane_coord[1]),
                 pe.lane_c.eq(lane_coord[2]), pe.lane_d.eq(lane_coord[3]), pe.lane_data.eq(lane_data),
                 pe.ld_bank_in.eq(ld.bank_in), pe.ld_bank_w.eq(ld.bank_w),

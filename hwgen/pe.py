@@ -8,13 +8,22 @@ cycle.  The compute engine broadcasts tile-local coordinates; the drain reads (a
 partial sum a cycle into the reduction tree.
 """
 
-from amaranth.hdl import Array, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Array, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["PE", "pe_signature_widths"]
 
 COORD = 16          # bits of a coordinate or extent
+
+
+def wire(m: Module, expr, name: str, shape=None) -> Signal:
+    """``expr`` as a named wire: Amaranth copies an expression into every place it is used, so
+    anything used twice is computed once into a signal."""
+    value = Value.cast(expr)
+    sig = Signal(shape if shape is not None else value.shape(), name=name)
+    m.d.comb += sig.eq(value)
+    return sig
 
 
 def pe_signature_widths(l1: dict[str, int]) -> dict[str, int]:
@@ -37,7 +46,8 @@ class PE(wiring.Component):
         c = COORD
         super().__init__({
             # -- load: the NoC's lanes and this PE's tile of the step being loaded
-            "lane_valid": In(lanes),
+            "lane_valid": In(1),                        # lanes 0 .. lane_count-1 hold words
+            "lane_count": In(8),
             "lane_weight": In(1),                       # tensor on the bus: 0 input, 1 weight
             "lane_a": In(c), "lane_b": In(c), "lane_c": In(c),   # lane 0's coordinates
             "lane_d": In(c),                            # innermost coordinate of lane 0
@@ -67,40 +77,53 @@ class PE(wiring.Component):
         }
 
         # ---- capture from the NoC --------------------------------------------------------
-        for j in range(self.lanes):
-            data = self.lane_data[8 * j: 8 * j + 8].as_signed()
-            d = self.lane_d + j
-            valid = self.lane_valid[j]
-            # input word (c, y, x) = (lane_b, lane_c, d); weight word (k, c, r, s) = (a, b, c, d)
-            in_hit = (valid & ~self.lane_weight
-                      & (self.lane_b >= self.ld_c0) & (self.lane_b < self.ld_c0 + self.ld_cn)
-                      & (self.lane_c >= self.ld_y0) & (self.lane_c < self.ld_y0 + self.ld_yn)
-                      & (d >= self.ld_x0) & (d < self.ld_x0 + self.ld_xn))
-            in_addr = ((self.lane_b - self.ld_c0) * (rows * cols) + (self.lane_c - self.ld_y0) * cols
-                       + (d - self.ld_x0))
-            w_hit = (valid & self.lane_weight
-                     & (self.lane_a >= self.ld_k0) & (self.lane_a < self.ld_k0 + self.ld_kn)
-                     & (self.lane_b >= self.ld_c0) & (self.lane_b < self.ld_c0 + self.ld_cn))
-            w_addr = (((self.lane_a - self.ld_k0) * t["C"] + (self.lane_b - self.ld_c0)) * (t["R"] * t["S"])
-                      + self.lane_c * t["S"] + d)
-            for name, hit, addr, bank in (("input", in_hit, in_addr, self.ld_bank_in),
-                                          ("weight", w_hit, w_addr, self.ld_bank_w)):
+        # The lanes carry consecutive words of one row (a run along the innermost dimension).
+        # Each L1 word knows its own coordinates, so it checks its row against the bus row and
+        # picks its lane by arithmetic: O(words) comparators whatever the NoC's width.
+        lanes_len = wire(m, Mux(self.lane_valid.any(), self.lane_count, 0), "lanes_len", 8)
+        mine = {"input": ~self.lane_weight, "weight": self.lane_weight}
+        in_words = [(c_l, y_l, x_l) for c_l in range(t["C"]) for y_l in range(rows) for x_l in range(cols)]
+        w_words = [(k_l, c_l, r, s_) for k_l in range(t["K"]) for c_l in range(t["C"])
+                   for r in range(t["R"]) for s_ in range(t["S"])]
+        row_hit = {}
+        for c_l in range(t["C"]):
+            for y_l in range(rows):
+                row_hit["input", c_l, y_l] = wire(
+                    m, mine["input"] & (c_l < self.ld_cn) & (y_l < self.ld_yn)
+                    & (self.lane_b == self.ld_c0 + c_l) & (self.lane_c == self.ld_y0 + y_l), f"in_row_{c_l}_{y_l}")
+        for k_l in range(t["K"]):
+            for c_l in range(t["C"]):
+                for r in range(t["R"]):
+                    row_hit["weight", k_l, c_l, r] = wire(
+                        m, mine["weight"] & (k_l < self.ld_kn) & (c_l < self.ld_cn)
+                        & (self.lane_a == self.ld_k0 + k_l) & (self.lane_b == self.ld_c0 + c_l)
+                        & (self.lane_c == r), f"w_row_{k_l}_{c_l}_{r}")
+        lane_bits = max(1, (self.lanes - 1).bit_length())
+        for name, words, bank in (("input", in_words, self.ld_bank_in), ("weight", w_words, self.ld_bank_w)):
+            for i, coords in enumerate(words):
+                inner = coords[-1]
+                hit_row = row_hit[(name, *coords[:-1])]
+                pos = (self.ld_x0 + inner) if name == "input" else Const(inner, 16)
+                j = wire(m, (pos - self.lane_d)[:16], f"{name}{i}_lane", 16)
+                inside = (inner < self.ld_xn) if name == "input" else Const(1)
+                hit = wire(m, hit_row & inside & (pos >= self.lane_d) & (j < lanes_len), f"{name}{i}_hit")
+                data = self.lane_data.word_select(j[:lane_bits], 8).as_signed() if self.lanes > 1 \
+                    else self.lane_data[:8].as_signed()
                 for b in range(2):
-                    for i, reg in enumerate(regs[name][b]):
-                        with m.If(hit & (bank == b) & (addr[:16] == i)):
-                            m.d.sync += reg.eq(data)
+                    with m.If(hit & (bank == b)):
+                        m.d.sync += regs[name][b][i].eq(data)
 
         # ---- multiply-accumulate ---------------------------------------------------------
         st = self.stride
-        in_a = (self.mac_c * (rows * cols) + (self.mac_y * st + self.mac_r) * cols
-                + self.mac_x * st + self.mac_s)
-        w_a = ((self.mac_k * t["C"] + self.mac_c) * t["R"] + self.mac_r) * t["S"] + self.mac_s
-        ps_a = (self.mac_k * t["Y"] + self.mac_y) * t["X"] + self.mac_x
-        x_in = Mux(self.cp_bank_in, Array(regs["input"][1])[in_a], Array(regs["input"][0])[in_a])
-        w_in = Mux(self.cp_bank_w, Array(regs["weight"][1])[w_a], Array(regs["weight"][0])[w_a])
-        ps_old = Mux(self.cp_bank_ps, Array(regs["output"][1])[ps_a], Array(regs["output"][0])[ps_a])
-        inside = ((self.mac_k < self.cp_kn) & (self.mac_c < self.cp_cn)
-                  & (self.mac_y < self.cp_yn) & (self.mac_x < self.cp_xn))
+        in_a = wire(m, self.mac_c * (rows * cols) + (self.mac_y * st + self.mac_r) * cols
+                + self.mac_x * st + self.mac_s, "in_a", 16)
+        w_a = wire(m, ((self.mac_k * t["C"] + self.mac_c) * t["R"] + self.mac_r) * t["S"] + self.mac_s, "w_a", 16)
+        ps_a = wire(m, (self.mac_k * t["Y"] + self.mac_y) * t["X"] + self.mac_x, "ps_a", 16)
+        x_in = wire(m, Mux(self.cp_bank_in, Array(regs["input"][1])[in_a], Array(regs["input"][0])[in_a]), "x_in", signed(8))
+        w_in = wire(m, Mux(self.cp_bank_w, Array(regs["weight"][1])[w_a], Array(regs["weight"][0])[w_a]), "w_in", signed(8))
+        ps_old = wire(m, Mux(self.cp_bank_ps, Array(regs["output"][1])[ps_a], Array(regs["output"][0])[ps_a]), "ps_old", signed(32))
+        inside = wire(m, (self.mac_k < self.cp_kn) & (self.mac_c < self.cp_cn)
+                  & (self.mac_y < self.cp_yn) & (self.mac_x < self.cp_xn), "inside")
         mac = Signal(signed(32))
         m.d.comb += mac.eq(ps_old + x_in * w_in)
 
@@ -109,7 +132,7 @@ class PE(wiring.Component):
                                      Array(regs["output"][0])[self.dr_addr]))
         for b in range(2):
             for i, reg in enumerate(regs["output"][b]):
-                with m.If(self.mac_en & inside & (self.cp_bank_ps == b) & (ps_a[:16] == i)):
+                with m.If(self.mac_en & inside & (self.cp_bank_ps == b) & (ps_a == i)):
                     m.d.sync += reg.eq(mac)
                 with m.Elif(self.dr_en & (self.dr_bank == b) & (self.dr_addr == i)):
                     m.d.sync += reg.eq(0)

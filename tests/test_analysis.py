@@ -122,8 +122,8 @@ def test_library_rejects_the_wrong_layer_kind_and_unknown_names() -> None:
 
 
 def test_unknown_preset_says_what_exists() -> None:
-    with pytest.raises(AccelgenError, match="unknown preset 'hwgen' .*RTL generator.*expected one of maestro"):
-        analyze_layer(GEMM("g", M=4, N=4, K=4), "nmk", SMALL, preset="hwgen")
+    with pytest.raises(AccelgenError, match="unknown preset 'timeloop'; expected one of maestro, hwgen"):
+        analyze_layer(GEMM("g", M=4, N=4, K=4), "nmk", SMALL, preset="timeloop")
 
 
 def test_library_templates_fit_small_arrays() -> None:

@@ -1,0 +1,21 @@
+"""`accelgen emit` output passes `verilator --lint-only` with only the documented waivers."""
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import simenv
+
+from costmodel.cli import main
+from costmodel.cli_hwgen import WAIVERS
+
+
+@pytest.mark.parametrize("dataflow", ["kcp", "cp", "xp", "nmk"])
+def test_emitted_verilog_lints_clean(dataflow: str, tmp_path: Path) -> None:
+    simenv.require_simulator("verilator")
+    out = tmp_path / dataflow
+    assert main(["emit", "--dataflow", dataflow, "--hw", "tiny", "--out", str(out)]) == 0
+    proc = subprocess.run(["verilator", "--lint-only", *WAIVERS, "--top-module", "accelgen_top",
+                           str(out / "accelgen_top.v")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "%Warning" not in proc.stderr and "%Error" not in proc.stderr

@@ -1,0 +1,206 @@
+"""The hwgen schedule and preset without a simulator: the schedule computes every MAC exactly
+once (numerics equal numpy), the preset's figures are consistent, what hwgen cannot build is
+refused in one line, and `accelgen emit` writes a design and its manifest."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from costmodel import AccelgenError
+from costmodel.analysis import analyze_layer, resolve_dataflow
+from costmodel.cli import main
+from costmodel.hardware import NoCLevel, builtin_hardware
+from costmodel.hwgen_model import hwgen_layer, hwgen_structure
+from costmodel.hwgen_schedule import LOOP_DIMS, _extent, hwgen_cycles, steps, structure_of, tiles_of
+from costmodel.library import library_dataflow
+from costmodel.workload import GEMM, Conv2D
+from hwgen.host import make_job, random_operands, reference_output
+from hwgen.matrix import ARRAYS, DATAFLOWS, array, layers
+
+TINY = builtin_hardware("tiny")
+
+
+def schedule_numerics(layer, dataflow: str, hw):
+    """Run the schedule in numpy: each PE of each step does the MACs of its tile.  Returns the
+    outputs in L2 layout, the expected ones, and how often each (k, c, y, x) was computed."""
+    df = resolve_dataflow(dataflow, layer, hw)
+    s = hwgen_structure(df, layer, hw)
+    t = tiles_of(s, df, layer)
+    a, b = random_operands(layer, seed=1)
+    job = make_job(s, t, layer, a, b, {"input": 10**6, "weight": 10**6, "output": 10**6})
+    K, C, Y, X = (t.dims[d] for d in LOOP_DIMS)
+    R, S, stride = t.dims["R"], t.dims["S"], t.stride
+    x = np.array(job.input_words).reshape(C, t.in_rows, t.in_cols)
+    w = np.array(job.weight_words).reshape(K, C, R, S)
+    out = np.zeros((K, Y, X), dtype=np.int64)
+    count = np.zeros((K, C, Y, X), dtype=np.int64)
+    for step in steps(s, t):
+        for u0 in range(s.n0):
+            for u1 in range(s.n1):
+                ext = [_extent(s, t, step, di, (u0, u1)) for di in range(4)]
+                if any(n == 0 for _, n in ext):
+                    continue
+                (k0, kn), (c0, cn), (y0, yn), (x0, xn) = ext
+                count[k0:k0 + kn, c0:c0 + cn, y0:y0 + yn, x0:x0 + xn] += 1
+                for yy in range(y0, y0 + yn):
+                    for xx in range(x0, x0 + xn):
+                        patch = x[c0:c0 + cn, yy * stride: yy * stride + R, xx * stride: xx * stride + S]
+                        out[k0:k0 + kn, yy, xx] += np.einsum("kcrs,crs->k", w[k0:k0 + kn, c0:c0 + cn], patch)
+    return out.reshape(-1), np.array(job.expected), count
+
+
+CASES = [(df, arr, spec) for df in DATAFLOWS for arr in ARRAYS for spec in DATAFLOWS[df]]
+
+
+@pytest.mark.parametrize("dataflow,array_name,spec", CASES)
+def test_schedule_computes_every_mac_once(dataflow, array_name, spec):
+    layer = [l for l in layers(dataflow)][DATAFLOWS[dataflow].index(spec)]
+    out, expected, count = schedule_numerics(layer, dataflow, array(array_name))
+    assert count.min() == 1 and count.max() == 1
+    assert np.array_equal(out, expected)
+
+
+@settings(max_examples=40, deadline=None)
+@given(k=st.integers(1, 9), c=st.integers(1, 12), y=st.integers(3, 9), x=st.integers(3, 9),
+       r=st.sampled_from([1, 3]), stride=st.integers(1, 2), pad=st.integers(0, 1),
+       dataflow=st.sampled_from(["kcp", "cp", "xp"]), pes=st.sampled_from([4, 8]))
+def test_schedule_numerics_random_shapes(k, c, y, x, r, stride, pad, dataflow, pes):
+    layer = Conv2D("r", K=k, C=c, Y=y, X=x, R=r, S=r, stride=stride, padding=pad if r == 3 else 0)
+    hw = replace(TINY, num_pes=pes)
+    out, expected, count = schedule_numerics(layer, dataflow, hw)
+    assert count.min() == 1 and count.max() == 1 and np.array_equal(out, expected)
+
+
+def test_reference_output_is_numpy_convolution():
+    layer = Conv2D("c", K=2, C=3, Y=5, X=5, R=3, S=3, stride=2, padding=1)
+    a, b = random_operands(layer, 3)
+    out = reference_output(layer, a, b)
+    xp = np.pad(a, ((0, 0), (1, 1), (1, 1)))
+    assert out[1, 1, 2] == int((b[1] * xp[:, 2:5, 4:7]).sum())
+
+
+def test_preset_is_the_schedule():
+    layer = Conv2D("c", K=8, C=4, Y=6, X=6, R=3, S=3)
+    r = analyze_layer(layer, "kcp", TINY, preset="hwgen")
+    df = resolve_dataflow("kcp", layer, TINY)
+    s, t, f = hwgen_layer(df, layer, TINY)
+    assert r.runtime_cycles == hwgen_cycles(s, t) == f["cycles"]
+    assert r.step_macs == r.macs == layer.macs               # every MAC once
+    assert r.preset == "hwgen" and r.bound in ("compute", "noc-ingress", "noc-egress")
+    assert r.l1_reads["input"] == r.l1_reads["weight"] == layer.macs
+    # a narrower NoC slows this NoC-bound layer down; a wider one than its rows does not help
+    narrow = analyze_layer(layer, "kcp", replace(TINY, noc=(NoCLevel(1, 1),)), preset="hwgen")
+    wide = analyze_layer(layer, "kcp", replace(TINY, noc=(NoCLevel(8, 1),)), preset="hwgen")
+    assert r.bound == "noc-ingress" and narrow.runtime_cycles > r.runtime_cycles == wide.runtime_cycles
+
+
+def test_preset_repeats_groups_and_batches():
+    g = GEMM("g", M=4, N=6, K=5, batch=3)
+    one = analyze_layer(GEMM("g", M=4, N=6, K=5), "nmk", TINY, preset="hwgen")
+    assert analyze_layer(g, "nmk", TINY, preset="hwgen").runtime_cycles == 3 * one.runtime_cycles
+
+
+@pytest.mark.parametrize("layer,dataflow,hw,message", [
+    (Conv2D("d", K=8, C=8, Y=6, X=6, R=3, S=3, groups=8), "kcp", TINY, "depthwise layers are not generated"),
+    (Conv2D("c", K=8, C=8, Y=6, X=6, R=3, S=3), "yrp", TINY, "level 1 has 2 SpatialMaps; expected exactly one"),
+    (Conv2D("c", K=8, C=8, Y=6, X=6, R=3, S=3), "kcp", replace(TINY, simd_lanes=2), "one MAC lane"),
+    (Conv2D("c", K=8, C=8, Y=6, X=6, R=3, S=3), "kcp", replace(TINY, noc=(NoCLevel(3, 1),)),
+     "power of two words per cycle"),
+])
+def test_refusals_are_one_line(layer, dataflow, hw, message):
+    with pytest.raises(AccelgenError, match=message) as err:
+        analyze_layer(layer, dataflow, hw, preset="hwgen")
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("layer,message", [
+    (Conv2D("c", K=8, C=8, Y=6, X=6, R=5, S=5), "filter R=5 exceeds the generated maximum 3"),
+    (Conv2D("c", K=8, C=8, Y=9, X=9, R=3, S=3, stride=3), "stride 3 exceeds the generated maximum 2"),
+])
+def test_a_design_refuses_layers_beyond_its_buffers(layer, message):
+    small = Conv2D("c", K=8, C=8, Y=6, X=6, R=3, S=3)
+    s = hwgen_structure(resolve_dataflow("kcp", small, TINY), small, TINY)
+    with pytest.raises(AccelgenError, match=message):
+        tiles_of(s, resolve_dataflow("kcp", layer, TINY), layer)
+    assert analyze_layer(layer, "kcp", TINY, preset="hwgen").runtime_cycles > 0   # a design made for it
+
+
+def test_fast_schedule_equals_the_step_walk():
+    import random
+
+    import costmodel._hwgen_fast as fast
+    from costmodel.hwgen_model import reference_summary
+    rng = random.Random(5)
+    for _ in range(120):
+        hw = replace(TINY, num_pes=rng.choice([4, 8, 16]), noc=(NoCLevel(rng.choice([1, 2, 4, 8]), 1),))
+        dataflow = rng.choice(["kcp", "cp", "xp", "nmk"])
+        if dataflow == "nmk":
+            layer = GEMM("g", M=rng.randint(1, 12), N=rng.randint(1, 12), K=rng.randint(1, 40))
+        else:
+            r = rng.choice([1, 3])
+            layer = Conv2D("c", K=rng.randint(1, 10), C=rng.randint(1, 20), Y=rng.randint(3, 9), X=rng.randint(3, 9),
+                           R=r, S=r, stride=rng.randint(1, 2), padding=rng.randint(0, 1) if r == 3 else 0)
+        df = resolve_dataflow(dataflow, layer, hw)
+        s = hwgen_structure(df, layer, hw)
+        t = tiles_of(s, df, layer)
+        chunk = rng.choice([1, 3, 1 << 21])            # batches split anywhere give the same sums
+        old, fast._CHUNK_STEPS = fast._CHUNK_STEPS, chunk
+        try:
+            assert fast.fast_summary(s, t) == reference_summary(s, t), (dataflow, layer, hw.num_pes)
+        finally:
+            fast._CHUNK_STEPS = old
+
+
+def test_driver_refuses_what_the_l2_cannot_hold():
+    layer = Conv2D("c", K=8, C=8, Y=20, X=20, R=3, S=3)
+    df = resolve_dataflow("kcp", layer, TINY)
+    s = hwgen_structure(df, layer, TINY)
+    t = tiles_of(s, df, layer)
+    a, b = random_operands(layer, 0)
+    with pytest.raises(AccelgenError, match="input needs 3200 L2 words, the generated L2 holds 100"):
+        make_job(s, t, layer, a, b, {"input": 100, "weight": 10**4, "output": 10**4})
+
+
+def test_one_design_refuses_a_dataflow_of_another_shape():
+    layer = Conv2D("c", K=8, C=8, Y=6, X=6, R=3, S=3)
+    s = structure_of(library_dataflow("kcp", layer, 8), layer, 8)
+    with pytest.raises(AccelgenError, match="another shape"):
+        tiles_of(s, library_dataflow("xp", layer, 8), layer)
+
+
+def test_library_templates_generate_on_every_array():
+    conv, gemm = Conv2D("c", K=8, C=8, Y=8, X=8, R=3, S=3), GEMM("g", M=8, N=8, K=8)
+    for name in ("tiny", "small", "large"):
+        hw = builtin_hardware(name)
+        for df, layer in (("kcp", conv), ("cp", conv), ("xp", conv), ("nmk", gemm)):
+            s = structure_of(resolve_dataflow(df, layer, hw), layer, hw.num_pes)
+            assert s.used_pes == hw.num_pes
+
+
+def test_emit_writes_verilog_filelist_and_manifest(tmp_path: Path, capsys):
+    out = tmp_path / "design"
+    assert main(["emit", "--dataflow", "kcp", "--hw", "tiny", "--out", str(out),
+                 "--model", str(Path(__file__).parents[1] / "configs" / "workloads" / "tiny_cnn.yaml")]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert (out / "files.f").read_text().split() == ["accelgen_top.v"]
+    assert "module accelgen_top" in (out / "accelgen_top.v").read_text()
+    assert manifest["structure"]["num_pes"] == 8 and manifest["ports"]["bus_addr"] == 24
+    by_name = {entry["layer"]: entry for entry in manifest["layers"]}
+    conv1 = Conv2D("conv1", K=8, C=3, Y=16, X=16, R=3, S=3, padding=1)
+    df = resolve_dataflow("kcp", conv1, TINY)
+    s = hwgen_structure(df, conv1, TINY)
+    assert by_name["conv1"]["predicted_cycles_per_run"] == hwgen_cycles(s, tiles_of(s, df, conv1))
+    assert "depthwise" in by_name["dw3"]["refused"]
+
+
+def test_emit_bad_input_is_one_line(tmp_path: Path, capsys):
+    assert main(["emit", "--dataflow", "yrp", "--hw", "tiny", "--out", str(tmp_path / "x")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "2 SpatialMaps" in err and not (tmp_path / "x").exists()
