@@ -31,7 +31,13 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def emit_arguments(parser: argparse.ArgumentParser) -> None:
-    _common(parser)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--dataflow", metavar="NAME|FILE",
+                        help="kcp, cp, xp, nmk (GEMM) or a dataflow file of the same shapes")
+    source.add_argument("--design", metavar="FILE.yaml",
+                        help="a design point written by `accelgen explore` (its hardware and dataflows; "
+                             "one accelerator per dataflow, in DIR/conv2d and DIR/gemm)")
+    parser.add_argument("--hw", default="tiny", metavar="NAME|FILE", help="hardware (default: tiny)")
     parser.add_argument("--model", metavar="NAME|FILE|SPEC",
                         help="layers whose predicted cycles go into the manifest (the first one also "
                              "fixes the dataflow's shape; default: a 3x3 convolution or a GEMM)")
@@ -54,8 +60,8 @@ def _layers(spec: str | None, gemm: bool) -> list[Layer]:
 
 
 def _dataflow(spec: str, layer: Layer, hw):
-    from .cli import dataflow_from_spec
     from .analysis import resolve_dataflow
+    from .cli import dataflow_from_spec
     return resolve_dataflow(dataflow_from_spec(spec), layer, hw)
 
 
@@ -63,37 +69,35 @@ def _is_gemm_dataflow(spec: str) -> bool:
     return spec.lower() == "nmk"
 
 
-def run_emit(args: argparse.Namespace) -> int:
+def _emit_one(hw, dataflow_for, layers: list[Layer], out: Path) -> str:
+    """Generate the accelerator for ``layers[0]``'s dataflow into ``out`` (atomically)."""
+    from hwgen.accelerator import CONFIG_REGS, CTRL, REGION
     from hwgen.sim import TOP, design_id, write_verilog
-    hw = _hardware(args.hw)
-    layers = _layers(args.model, _is_gemm_dataflow(args.dataflow))
     first = layers[0]
-    df = _dataflow(args.dataflow, first, hw)
-    structure = hwgen_structure(df, first, hw)
+    df = dataflow_for(first)
+    structure = hwgen_structure(df, first, hw, fit=layers)
     l2 = l2_split(hw)
     predicted = []
     for layer in layers:
         try:
-            tiles = tiles_of(structure, _dataflow(args.dataflow, layer, hw), layer)
+            tiles = tiles_of(structure, dataflow_for(layer), layer)
             predicted.append({"layer": layer.name, "shape": layer.describe(), "runs": tiles.repeat,
                               "predicted_cycles_per_run": hwgen_cycles(structure, tiles),
                               "config": tiles.as_dict()})
         except AccelgenError as err:
             predicted.append({"layer": layer.name, "shape": layer.describe(), "refused": str(err)})
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".emit-", dir=out.parent))
     try:
         write_verilog(structure, l2, tmp / f"{TOP}.v")
         (tmp / "files.f").write_text(f"{TOP}.v\n")
-        from hwgen.accelerator import CONFIG_REGS, CTRL, REGION
         manifest = {
-            "design": design_id(structure, l2), "top": TOP, "dataflow": str(df), "hardware": hardware_to_dict(hw),
-            "structure": structure.as_dict(), "l2_words": l2,
+            "design": design_id(structure, l2), "top": TOP, "dataflow": str(df),
+            "hardware": hardware_to_dict(hw), "structure": structure.as_dict(), "l2_words": l2,
             "ports": {"clk": 1, "rst": 1, "bus_addr": 24, "bus_wdata": 32, "bus_we": 1, "bus_re": 1,
                       "bus_rdata": 32, "busy": 1, "done": 1},
             "bus": {"regions": REGION, "ctrl": CTRL, "config_registers": list(CONFIG_REGS)},
-            "verilator_lint_waivers": list(WAIVERS), "layers": predicted,
+            "timing": "docs/timing.md", "verilator_lint_waivers": list(WAIVERS), "layers": predicted,
         }
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
         if out.exists():
@@ -102,8 +106,27 @@ def run_emit(args: argparse.Namespace) -> int:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    print(f"wrote {out}/{TOP}.v, files.f, manifest.json ({structure.used_pes} PEs, "
-          f"NoC {structure.noc_words_per_cycle} words/cycle)")
+    return (f"wrote {out}/{TOP}.v, files.f, manifest.json ({structure.used_pes} PEs, "
+            f"NoC {structure.noc_words_per_cycle} words/cycle, {df.name})")
+
+
+def run_emit(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if args.design is None:
+        hw = _hardware(args.hw)
+        layers = _layers(args.model, _is_gemm_dataflow(args.dataflow))
+        print(_emit_one(hw, lambda layer: _dataflow(args.dataflow, layer, hw), layers, out))
+        return 0
+    from .design import load_design
+    design = load_design(args.design)
+    hw = design.hardware
+    for kind in ("conv2d", "gemm"):
+        if kind not in design.dataflows:
+            continue
+        layers = [l for l in _layers(args.model, kind == "gemm") if isinstance(l, GEMM) == (kind == "gemm")]
+        if not layers:
+            layers = _layers(None, kind == "gemm")
+        print(_emit_one(hw, design.dataflow_for, layers, out / kind))
     return 0
 
 
@@ -121,7 +144,7 @@ def verify_layer(dataflow_spec: str, hw, layer: Layer, sim: str, seed: int) -> d
     from hwgen.host import make_job, random_operands
     from hwgen.sim import run_jobs
     df = _dataflow(dataflow_spec, layer, hw)
-    structure = hwgen_structure(df, layer, hw)
+    structure = hwgen_structure(df, layer, hw, fit=[layer])
     l2 = l2_split(hw)
     tiles = tiles_of(structure, df, layer)
     a, b = random_operands(layer, seed)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 from ._errors import AccelgenError
 from ._hwgen_fast import fast_summary
@@ -43,13 +44,14 @@ def l2_split(hw: Hardware) -> dict[str, int]:
     return {"input": hw.l2_bytes // 4, "weight": hw.l2_bytes // 4, "output": hw.l2_bytes // 8}
 
 
-def hwgen_structure(dataflow: Dataflow, layer: Layer, hw: Hardware, *, fit_layer: bool = False) -> HwStructure:
-    """The generated design's structure (filters up to 3x3, strides up to 2; ``fit_layer``: also
-    up to this layer's, for figures of a design made to run it)."""
+def hwgen_structure(dataflow: Dataflow, layer: Layer, hw: Hardware, *,
+                    fit: Sequence[Layer] = ()) -> HwStructure:
+    """The generated design's structure: its buffers hold filters up to 3x3 and strides up to 2,
+    or more where a layer of ``fit`` needs it (the design made to run those layers)."""
     w = check_generatable(hw)
-    max_filter, max_stride = 3, 2
-    if fit_layer and isinstance(layer, Conv2D):
-        max_filter, max_stride = max(3, layer.R, layer.S), max(2, layer.stride)
+    convs = [l for l in fit if isinstance(l, Conv2D)]
+    max_filter = max([3] + [max(l.R, l.S) for l in convs])
+    max_stride = max([2] + [l.stride for l in convs])
     s = structure_of(dataflow, layer, hw.num_pes, noc_words_per_cycle=w, max_filter=max_filter,
                      max_stride=max_stride)
     l1 = s.l1_words()
@@ -63,7 +65,7 @@ def hwgen_structure(dataflow: Dataflow, layer: Layer, hw: Hardware, *, fit_layer
 def hwgen_layer(dataflow: Dataflow, layer: Layer, hw: Hardware) -> tuple[HwStructure, LayerTiles, dict]:
     """Structure, tiles and the figures of one run: cycles, engine totals and word traffic
     (timing does not depend on the filter and stride maxima the buffers are sized for)."""
-    s = hwgen_structure(dataflow, layer, hw, fit_layer=True)
+    s = hwgen_structure(dataflow, layer, hw, fit=[layer])
     t = tiles_of(s, dataflow, layer)
     return s, t, fast_summary(s, t)
 

@@ -4,10 +4,12 @@ configuration."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Literal
 
@@ -23,8 +25,17 @@ Simulator = Literal["icarus", "verilator"]
 TOP = "accelgen_top"
 
 
+def _generator_digest() -> str:
+    """The generator's own source: a changed generator never reuses a cached build."""
+    here = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for name in ("accelerator.py", "pe.py", "_tb_accel.py"):
+        h.update((here / name).read_bytes())
+    return h.hexdigest()[:16]
+
+
 def design_id(structure: HwStructure, l2_words: dict[str, int]) -> str:
-    key = repr((structure_key(structure), sorted(l2_words.items())))
+    key = repr((structure_key(structure), sorted(l2_words.items()), _generator_digest()))
     return "accel_" + hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
@@ -63,8 +74,9 @@ def run_jobs(structure: HwStructure, l2_words: dict[str, int], jobs: list[tuple[
     src = _design_source(structure, l2_words)
     build = simenv.build_dir(did, sim)
     runner = get_runner(sim)
-    runner.build(sources=[src], hdl_toplevel=TOP, build_dir=build, build_args=simenv.build_args(sim),
-                 timescale=("1ns", "1ps"), always=False, log_file=build / "build.log")
+    with contextlib.redirect_stdout(sys.stderr):     # the runner's chatter must not mix with a report
+        runner.build(sources=[src], hdl_toplevel=TOP, build_dir=build, build_args=simenv.build_args(sim),
+                     timescale=("1ns", "1ps"), always=False, log_file=build / "build.log")
     payload = []
     for name, job, timeout in jobs:
         entry = job.as_dict()
@@ -76,8 +88,9 @@ def run_jobs(structure: HwStructure, l2_words: dict[str, int], jobs: list[tuple[
     jobs_file, results_file = run_dir / "jobs.json", run_dir / "results.json"
     jobs_file.write_text(json.dumps(payload))
     env = dict(simenv.TB_ENV, ACCELGEN_JOBS=str(jobs_file), ACCELGEN_RESULTS=str(results_file))
-    runner.test(test_module="hwgen._tb_accel", hdl_toplevel=TOP, build_dir=build, test_dir=run_dir,
-                extra_env=env, log_file=run_dir / "sim.log")
+    with contextlib.redirect_stdout(sys.stderr):
+        runner.test(test_module="hwgen._tb_accel", hdl_toplevel=TOP, build_dir=build, test_dir=run_dir,
+                    extra_env=env, log_file=run_dir / "sim.log")
     if not results_file.exists():
         raise AccelgenError(f"the simulation wrote no results; see {run_dir / 'sim.log'}", where=sim)
     results = json.loads(results_file.read_text())
