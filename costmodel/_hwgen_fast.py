@@ -109,7 +109,8 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
         load = (np.where(changed["input"], in_rows * (-(-in_run // W)), 0)
                 + np.where(changed["weight"], w_rows * (-(-S // W)), 0))
         load = np.where(changed["input"] | changed["weight"], load + timing.load_latency_cycles, 0)
-        compute = ext0["K"] * ext0["C"] * ext0["Y"] * ext0["X"] * R * S + timing.compute_latency_cycles
+        window = -(-(R * S) // s.simd_lanes)
+        compute = ext0["K"] * ext0["C"] * ext0["Y"] * ext0["X"] * window + timing.compute_latency_cycles
         words = np.ones_like(compute)
         for d in OUTPUT_DIMS:
             words = words * (union[d] if d in s.spatial else ext0[d])

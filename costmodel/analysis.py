@@ -319,7 +319,7 @@ def _analyze_hwgen(layer: Layer, df: Dataflow, hw: Hardware) -> LayerResult:
         layer=layer.name, layer_type=layer.layer_type, shape=layer.describe(), preset="hwgen",
         dataflow_name=df.name, dataflow=str(df), num_pes=hw.num_pes, used_pes=s.used_pes,
         macs=macs, step_macs=f["step_macs"] * rep, runtime_cycles=runtime, runtime_us=runtime / hw.clock_mhz,
-        throughput_macs_per_cycle=macs / runtime, utilization=macs / (hw.num_pes * runtime),
+        throughput_macs_per_cycle=macs / runtime, utilization=macs / (hw.num_pes * hw.simd_lanes * runtime),
         avg_active_pes=f["step_macs"] / max(1, f["compute_cycles"]), bound=bound,
         l1_reads=l1r, l1_writes=l1w, l2_reads=l2r, l2_writes=l2w,
         dram_reads=l2w["input"] + l2w["weight"], dram_writes=sizes["output"] * rep,

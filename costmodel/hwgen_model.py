@@ -26,9 +26,6 @@ def check_generatable(hw: Hardware) -> int:
     if bw != int(bw) or int(bw) < 1 or int(bw) & (int(bw) - 1):
         raise AccelgenError(f"noc[0].bandwidth_words_per_cycle is {bw!r}; the generated NoC needs a power "
                             "of two words per cycle (1, 2, 4, ...)", where=where)
-    if hw.simd_lanes != 1:
-        raise AccelgenError(f"simd_lanes is {hw.simd_lanes}; the generated PEs have one MAC lane",
-                            where=where)
     if not (hw.multicast and hw.spatial_reduction):
         raise AccelgenError("the generated NoC always multicasts and reduces spatially; expected "
                             "multicast: true and spatial_reduction: true", where=where)
@@ -53,7 +50,7 @@ def hwgen_structure(dataflow: Dataflow, layer: Layer, hw: Hardware, *,
     max_filter = max([3] + [max(l.R, l.S) for l in convs])
     max_stride = max([2] + [l.stride for l in convs])
     s = structure_of(dataflow, layer, hw.num_pes, noc_words_per_cycle=w, max_filter=max_filter,
-                     max_stride=max_stride)
+                     max_stride=max_stride, simd_lanes=hw.simd_lanes)
     l1 = s.l1_words()
     need = 2 * (l1["input"] + l1["weight"]) + 2 * 4 * l1["output"]
     if need > hw.l1_bytes_per_pe:

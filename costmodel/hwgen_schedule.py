@@ -62,6 +62,7 @@ class HwStructure:
     noc_words_per_cycle: int                 # W: distribution bus width (words per cycle)
     pe_tile_max: dict[str, int]              # largest PE tile per dim (K C Y X R S) and stride
     max_stride: int
+    simd_lanes: int = 1                      # MAC lanes per PE, over consecutive filter positions
 
     @property
     def used_pes(self) -> int:
@@ -88,12 +89,12 @@ class HwStructure:
         return {"num_pes": self.num_pes, "clusters": self.n0, "pes_per_cluster": self.n1,
                 "spatial": list(self.spatial), "loops": [f"L{lv}:{d}" for lv, d in self.loops],
                 "noc_words_per_cycle": self.noc_words_per_cycle, "pe_tile_max": dict(self.pe_tile_max),
-                "max_stride": self.max_stride, "l1_words": self.l1_words()}
+                "max_stride": self.max_stride, "simd_lanes": self.simd_lanes, "l1_words": self.l1_words()}
 
 
 def structure_key(s: HwStructure) -> tuple:
     return (s.num_pes, s.n0, s.n1, s.spatial, s.loops, s.noc_words_per_cycle,
-            tuple(sorted(s.pe_tile_max.items())), s.max_stride)
+            tuple(sorted(s.pe_tile_max.items())), s.max_stride, s.simd_lanes)
 
 
 def _refuse(msg: str, where: str) -> AccelgenError:
@@ -111,7 +112,7 @@ def _check_layer(layer: Layer) -> None:
 
 
 def structure_of(dataflow: Dataflow, layer: Layer, num_pes: int, *, noc_words_per_cycle: int = 1,
-                 max_filter: int = 3, max_stride: int = 2) -> HwStructure:
+                 max_filter: int = 3, max_stride: int = 2, simd_lanes: int = 1) -> HwStructure:
     """The generation-time structure of ``dataflow`` (as rendered for ``layer``) on ``num_pes``."""
     _check_layer(layer)
     where = dataflow.name
@@ -175,7 +176,7 @@ def structure_of(dataflow: Dataflow, layer: Layer, num_pes: int, *, noc_words_pe
         raise _refuse(f"dimension {unbounded[0]} is never mapped, so each PE would hold all of it; "
                       "expected a map of every dimension", where)
     return HwStructure(num_pes, n0, n1, (spatial[0], spatial[1]), tuple(loops),
-                       noc_words_per_cycle, tile_max, max_stride)
+                       noc_words_per_cycle, tile_max, max_stride, simd_lanes)
 
 
 def _max_tile(m, d: str, layer: Layer, max_filter: int, max_stride: int) -> int:
@@ -266,7 +267,8 @@ def tiles_of(structure: HwStructure, dataflow: Dataflow, layer: Layer) -> LayerT
                             f"{t1[d]} inside them; expected the inner level to keep the cluster's tile",
                             where=where)
     got = structure_of(dataflow, layer, structure.num_pes, noc_words_per_cycle=structure.noc_words_per_cycle,
-                       max_filter=structure.pe_tile_max["R"], max_stride=structure.max_stride)
+                       max_filter=structure.pe_tile_max["R"], max_stride=structure.max_stride,
+                       simd_lanes=structure.simd_lanes)
     if (got.n0, got.n1, got.spatial, got.loops) != (structure.n0, structure.n1, structure.spatial,
                                                     structure.loops):
         raise AccelgenError(f"the dataflow for this layer has another shape ({' '.join(got.as_dict()['loops'])}) "
@@ -393,7 +395,8 @@ def step_costs(s: HwStructure, t: LayerTiles, step: Step, loaded: tuple[str, ...
     issue = sum(rows * -(-run // w) for name, (rows, run) in boxes.items() if name in loaded)
     load = issue + timing.load_latency_cycles if loaded else 0
     ext = [_extent(s, t, step, di, (0, 0))[1] for di in range(4)]
-    compute = math.prod(ext) * t.dims["R"] * t.dims["S"] + timing.compute_latency_cycles
+    window = -(-(t.dims["R"] * t.dims["S"]) // s.simd_lanes)     # lanes share one filter window
+    compute = math.prod(ext) * window + timing.compute_latency_cycles
     words = 0
     for g in _groups(s, t, step):
         words += math.prod(_extent(s, t, step, LOOP_DIMS.index(d), g)[1] for d in OUTPUT_DIMS)

@@ -295,19 +295,22 @@ class Accelerator(wiring.Component):
         # ---- compute engine: one MAC per cycle per PE over the step's tile --------------------
         cp_ext = [tile(cp, di, 0, 0)[1] for di in range(4)]
         c_active = Signal()
-        mac = {n: Signal(COORD, name=f"mac_{n}") for n in ("k", "c", "y", "x", "r", "s")}
-        order = ["k", "c", "y", "x", "r", "s"]
-        bounds = dict(zip(order, cp_ext + [R, S]))
+        simd = s.simd_lanes
+        rs = wire(m, R * S, "filt_rs", COORD)
+        mac = {n: Signal(COORD, name=f"mac_{n}") for n in ("k", "c", "y", "x", "f")}
+        order = ["k", "c", "y", "x", "f"]
+        bounds = dict(zip(order, cp_ext + [rs]))
+        steps_by = {"k": 1, "c": 1, "y": 1, "x": 1, "f": simd}   # the lanes take simd filter positions
         c_issue = wire(m, (go & cp.valid) | c_active, "c_issue")
         c_wrap = [Const(1)]
         for n in reversed(order):
-            c_wrap.append(wire(m, c_wrap[-1] & (mac[n] + 1 >= bounds[n]), f"c_wrap_{n}"))
+            c_wrap.append(wire(m, c_wrap[-1] & (mac[n] + steps_by[n] >= bounds[n]), f"c_wrap_{n}"))
         with m.If(c_issue):
             m.d.sync += c_active.eq(~c_wrap[-1])
             for i, n in enumerate(reversed(order)):
                 inner = c_wrap[i]
-                with m.If(inner & ~(mac[n] + 1 >= bounds[n])):
-                    m.d.sync += mac[n].eq(mac[n] + 1)
+                with m.If(inner & ~(mac[n] + steps_by[n] >= bounds[n])):
+                    m.d.sync += mac[n].eq(mac[n] + steps_by[n])
                 with m.Elif(inner):
                     m.d.sync += mac[n].eq(0)
 
@@ -363,7 +366,7 @@ class Accelerator(wiring.Component):
         pes = []
         for u0 in range(n0):
             for u1 in range(n1):
-                pe = PE(t, s.max_stride, W)
+                pe = PE(t, s.max_stride, W, s.simd_lanes)
                 m.submodules[f"pe_{u0}_{u1}"] = pe
                 pes.append((u0, u1, pe))
                 in_group = Const(1)
@@ -401,6 +404,7 @@ class Accelerator(wiring.Component):
                 pe.cp_bank_in.eq(cp.bank_in), pe.cp_bank_w.eq(cp.bank_w), pe.cp_bank_ps.eq(cp.bank_ps),
             ]
             m.d.comb += [getattr(pe, f"mac_{n}").eq(mac[n]) for n in order]
+            m.d.comb += [pe.filt_s.eq(S), pe.filt_rs.eq(rs)]
             ext = [tile(cp, di, u0, u1)[1] for di in range(4)]
             m.d.comb += [pe.cp_kn.eq(ext[0]), pe.cp_cn.eq(ext[1]), pe.cp_yn.eq(ext[2]), pe.cp_xn.eq(ext[3])]
 

@@ -6,6 +6,7 @@ on Icarus and Verilator (both).  Adding a shape or a dataflow is one line here."
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from costmodel.hardware import NoCLevel, builtin_hardware
 from costmodel.workload_yaml import parse_layer_spec
@@ -22,17 +23,34 @@ GEMM_LAYERS = (
     "gemm:M=9,N=2,K=3",
     "gemm:M=1,N=5,K=11",
 )
-DATAFLOWS = {"kcp": CONV_LAYERS, "cp": CONV_LAYERS, "xp": CONV_LAYERS, "nmk": GEMM_LAYERS}
+CONV3X3_LAYERS = (
+    "conv2d:K=5,C=6,Y=6,X=9,R=3,S=3",
+    "conv2d:K=3,C=5,Y=7,X=6,R=3,S=3,stride=2,pad=1",
+    "conv2d:K=2,C=9,Y=5,X=5,R=3,S=3,pad=1",
+    "conv2d:K=4,C=3,Y=8,X=7,R=3,S=3",
+)
+DATAFLOWS = {"kcp": CONV_LAYERS, "cp": CONV_LAYERS, "xp": CONV_LAYERS, "nmk": GEMM_LAYERS,
+             # a directive file of kcp's shape with other tiles, loop order and cluster size
+             "kcp_x2": CONV3X3_LAYERS}
+_ROOT = Path(__file__).resolve().parents[1]
+
+
+def dataflow_spec(name: str):
+    """A library name, or a dataflow file of ``configs/dataflows/``."""
+    from costmodel.dataflow_io import load_dataflow
+    from costmodel.library import is_library_name
+    return name if is_library_name(name) else load_dataflow(_ROOT / "configs" / "dataflows" / f"{name}.yaml")
 
 
 def array(name: str):
     """The two array sizes of the matrix: ``tiny`` (8 PEs, a 4-word NoC) and a 4-PE array with a
-    2-word NoC; L2 cut to what the shapes need so the simulators build quickly."""
+    2-word NoC and 2 SIMD lanes per PE; L2 cut to what the shapes need so the simulators build
+    quickly."""
     hw = builtin_hardware("tiny")
     if name == "tiny8":
         return replace(hw, name="tiny8", l2_bytes=4096)
     assert name == "tiny4"
-    return replace(hw, name="tiny4", num_pes=4, l2_bytes=4096, noc=(NoCLevel(2, 1),))
+    return replace(hw, name="tiny4", num_pes=4, simd_lanes=2, l2_bytes=4096, noc=(NoCLevel(2, 1),))
 
 
 ARRAYS = ("tiny8", "tiny4")
@@ -51,7 +69,7 @@ def random_layers(dataflow: str, seed: int, count: int):
         if dataflow == "nmk":
             spec = f"gemm:M={rng.integers(1, 10)},N={rng.integers(1, 10)},K={rng.integers(1, 20)}"
         else:
-            r = int(rng.choice([1, 3]))
+            r = 3 if dataflow == "kcp_x2" else int(rng.choice([1, 3]))
             stride = int(rng.integers(1, 3))
             pad = int(rng.integers(0, 2)) if r == 3 else 0
             y, x = (int(rng.integers(max(r, 2), 9)) for _ in range(2))
@@ -73,11 +91,12 @@ def run_case(dataflow: str, array_name: str, sim: str, extra=()):
 
     hw = array(array_name)
     todo = list(layers(dataflow)) + list(extra)
-    structure = hwgen_structure(resolve_dataflow(dataflow, todo[0], hw), todo[0], hw)
+    spec = dataflow_spec(dataflow)
+    structure = hwgen_structure(resolve_dataflow(spec, todo[0], hw), todo[0], hw)
     l2 = l2_split(hw)
     jobs, meta = [], {}
     for i, layer in enumerate(todo):
-        df = resolve_dataflow(dataflow, layer, hw)
+        df = resolve_dataflow(spec, layer, hw)
         tiles = tiles_of(structure, df, layer)
         a, b = random_operands(layer, seed=i)
         job = make_job(structure, tiles, layer, a, b, l2)

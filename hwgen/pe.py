@@ -33,10 +33,11 @@ def pe_signature_widths(l1: dict[str, int]) -> dict[str, int]:
 class PE(wiring.Component):
     """A PE sized by its largest tile: ``tile`` gives K C Y X R S maxima and ``max_stride``."""
 
-    def __init__(self, tile: dict[str, int], max_stride: int, lanes: int):
+    def __init__(self, tile: dict[str, int], max_stride: int, lanes: int, simd: int = 1):
         self.tile = dict(tile)
         self.max_stride = max_stride
-        self.lanes = lanes
+        self.lanes = lanes          # NoC words per cycle
+        self.simd = simd            # MAC lanes: consecutive filter positions r*S+s of one window
         t = self.tile
         self.in_rows = (t["Y"] - 1) * max_stride + t["R"]
         self.in_cols = (t["X"] - 1) * max_stride + t["S"]
@@ -57,7 +58,9 @@ class PE(wiring.Component):
             "ld_y0": In(c), "ld_yn": In(c), "ld_x0": In(c), "ld_xn": In(c),   # input coordinates
             # -- compute
             "mac_en": In(1),
-            "mac_k": In(c), "mac_c": In(c), "mac_y": In(c), "mac_x": In(c), "mac_r": In(c), "mac_s": In(c),
+            "mac_k": In(c), "mac_c": In(c), "mac_y": In(c), "mac_x": In(c),
+            "mac_f": In(c),                             # first filter position r*S+s of the lanes
+            "filt_s": In(c), "filt_rs": In(c),          # S and R*S of the layer
             "stride": In(2),
             "cp_bank_in": In(1), "cp_bank_w": In(1), "cp_bank_ps": In(1),
             "cp_kn": In(c), "cp_cn": In(c), "cp_yn": In(c), "cp_xn": In(c),   # this PE's extents
@@ -113,19 +116,38 @@ class PE(wiring.Component):
                     with m.If(hit & (bank == b)):
                         m.d.sync += regs[name][b][i].eq(data)
 
-        # ---- multiply-accumulate ---------------------------------------------------------
+        # ---- multiply-accumulate: SIMD lanes take consecutive filter positions -----------
         st = self.stride
-        in_a = wire(m, self.mac_c * (rows * cols) + (self.mac_y * st + self.mac_r) * cols
-                + self.mac_x * st + self.mac_s, "in_a", 16)
-        w_a = wire(m, ((self.mac_k * t["C"] + self.mac_c) * t["R"] + self.mac_r) * t["S"] + self.mac_s, "w_a", 16)
         ps_a = wire(m, (self.mac_k * t["Y"] + self.mac_y) * t["X"] + self.mac_x, "ps_a", 16)
-        x_in = wire(m, Mux(self.cp_bank_in, Array(regs["input"][1])[in_a], Array(regs["input"][0])[in_a]), "x_in", signed(8))
-        w_in = wire(m, Mux(self.cp_bank_w, Array(regs["weight"][1])[w_a], Array(regs["weight"][0])[w_a]), "w_in", signed(8))
-        ps_old = wire(m, Mux(self.cp_bank_ps, Array(regs["output"][1])[ps_a], Array(regs["output"][0])[ps_a]), "ps_old", signed(32))
+        base_in = wire(m, self.mac_c * (rows * cols) + self.mac_y * st * cols + self.mac_x * st, "base_in", 16)
+        base_w = wire(m, (self.mac_k * t["C"] + self.mac_c) * (t["R"] * t["S"]), "base_w", 16)
+        max_rs = t["R"] * t["S"]
+        products = []
+        for lane in range(self.simd):
+            f = wire(m, self.mac_f + lane, f"f{lane}", 16)
+            r = Signal(range(t["R"] + 1), name=f"r{lane}")
+            s_ = Signal(range(t["S"] + 1), name=f"s{lane}")
+            with m.Switch(self.filt_s):       # r, s = divmod(f, S) for each S the design allows
+                for sv in range(1, t["S"] + 1):
+                    with m.Case(sv):
+                        m.d.comb += [r.eq(Array([Const(v // sv, r.shape()) for v in range(max_rs)])[f]),
+                                     s_.eq(Array([Const(v % sv, s_.shape()) for v in range(max_rs)])[f])]
+            in_a = wire(m, base_in + r * cols + s_, f"in_a{lane}", 16)
+            w_a = wire(m, base_w + r * t["S"] + s_, f"w_a{lane}", 16)
+            x_in = wire(m, Mux(self.cp_bank_in, Array(regs["input"][1])[in_a], Array(regs["input"][0])[in_a]),
+                        f"x_in{lane}", signed(8))
+            w_in = wire(m, Mux(self.cp_bank_w, Array(regs["weight"][1])[w_a], Array(regs["weight"][0])[w_a]),
+                        f"w_in{lane}", signed(8))
+            products.append(wire(m, Mux(f < self.filt_rs, x_in * w_in, 0), f"prod{lane}", signed(17)))
+        while len(products) > 1:              # the lanes' adder tree
+            products = [wire(m, products[i] + products[i + 1], "lane_sum", signed(32)) if i + 1 < len(products)
+                        else products[i] for i in range(0, len(products), 2)]
+        ps_old = wire(m, Mux(self.cp_bank_ps, Array(regs["output"][1])[ps_a], Array(regs["output"][0])[ps_a]),
+                      "ps_old", signed(32))
         inside = wire(m, (self.mac_k < self.cp_kn) & (self.mac_c < self.cp_cn)
-                  & (self.mac_y < self.cp_yn) & (self.mac_x < self.cp_xn), "inside")
+                      & (self.mac_y < self.cp_yn) & (self.mac_x < self.cp_xn), "inside")
         mac = Signal(signed(32))
-        m.d.comb += mac.eq(ps_old + x_in * w_in)
+        m.d.comb += mac.eq(ps_old + products[0])
 
         # ---- drain: read, clear ------------------------------------------------------------
         m.d.comb += self.psum.eq(Mux(self.dr_bank, Array(regs["output"][1])[self.dr_addr],
