@@ -148,11 +148,10 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
         macs += int(np.sum(pe_sum("K", ident) * pes_c * pe_sum("Y", ident) * pe_sum("X", ident))) * R * S
     ends = np.concatenate(Ch_all)[1:]
     ends = np.concatenate((ends, [True]))
-    Dr_all = [np.where(ends, np.concatenate(Dr_all), 0)]
+    Dr = np.where(ends, np.concatenate(Dr_all), 0)          # drains of the steps that end a tile
     drained = int(np.sum(np.where(ends, np.concatenate(Wd_all), 0)))
     L = np.concatenate(L_all)
     C = np.concatenate(C_all)
-    Dr = np.concatenate(Dr_all)
     n = L.size
     zero2 = np.zeros(2, dtype=np.int64)
     Ls = np.concatenate((L, zero2))                  # slot k: load k
@@ -166,12 +165,11 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
     is_d = ~is_c & ~is_l
     tot["bound_slots"] = {"load": int(is_l.sum()), "compute": int(is_c.sum()), "drain": int(is_d.sum())}
     tot.update(steps=n, load_cycles=int(L.sum()), compute_cycles=int(C.sum()), drain_cycles=int(Dr.sum()))
-    l1w_out = macs
     tot.update({
         "l2_reads": {"input": l2r["input"], "weight": l2r["weight"], "output": drained},
         "l2_writes": {"input": 0, "weight": 0, "output": drained},
         "l1_reads": {"input": macs, "weight": macs, "output": macs + drained},
-        "l1_writes": {"input": l1w["input"], "weight": l1w["weight"], "output": l1w_out},
+        "l1_writes": {"input": l1w["input"], "weight": l1w["weight"], "output": macs},
         "step_macs": macs, "drained_words": drained,
     })
     return tot

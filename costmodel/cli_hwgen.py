@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from costmodel._errors import AccelgenError
 from costmodel.analysis import analyze_layer
-from costmodel.hardware import NoCLevel, builtin_hardware
+from costmodel.hardware import NoCLevel
 from costmodel.workload_yaml import parse_layer_spec
 
 from . import matrix
@@ -64,7 +64,9 @@ def write_report(rows: list[dict], eff: list[dict], out: Path) -> None:
         f"{sum(bool(r['bit_exact']) for r in rows + eff)} bit-exact.**",
         "",
         "Arrays: `tiny8` = `configs/hw/tiny.yaml` (8 PEs, NoC 4 words/cycle); `tiny4` = 4 PEs, NoC 2 "
-        "words/cycle; `tiny8-w8` = tiny8 with an 8-word NoC. Shapes `R*` are random (seeded).",
+        "words/cycle, 2 SIMD lanes per PE; `tiny8-w8` = tiny8 with an 8-word NoC. Dataflow `kcp_x2` is "
+        "`configs/dataflows/kcp_x2.yaml` (kcp's shape, other tiles, order and cluster size). Shapes `R*` "
+        "are random (seeded).",
         "",
         "| sim | dataflow | array | layer | predicted | measured | difference | bit-exact | RTL util. |",
         "|---|---|---|---|---:|---:|---:|---|---:|",
