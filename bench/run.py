@@ -72,6 +72,26 @@ def bench_dse(one_layer: bool, workers: int) -> tuple[float, int]:
     return state.evaluated / (time.perf_counter() - start), state.evaluated
 
 
+def bench_hwgen_steps(min_seconds: float = 1.0) -> tuple[float, float]:
+    """The hwgen preset on ResNet-50's convolutions (kcp) and its GEMM (nmk) on the 64-PE
+    ``small`` hardware: schedule steps evaluated per second, and whole layers per second."""
+    hw = builtin_hardware("small")
+    model = get_model("resnet50")
+    layers = [(layer, "nmk" if layer.kind == "gemm" else "kcp") for layer in model.layers]
+    steps = evals = 0
+    start = time.perf_counter()
+    while True:
+        for layer, df in layers:
+            from costmodel.analysis import resolve_dataflow
+            from costmodel.hwgen_model import hwgen_layer
+            _, _, figures = hwgen_layer(resolve_dataflow(df, layer, hw), layer, hw)
+            steps += figures["steps"]
+            evals += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_seconds:
+            return steps / elapsed, evals / elapsed
+
+
 def main() -> int:
     for name, one_layer in (("dse_one_layer", True), ("dse_resnet50", False)):
         rates = {w: bench_dse(one_layer, w) for w in (1, 2)}
@@ -87,6 +107,9 @@ def main() -> int:
     print(f"model_layer_eval_latency: {1e3 / rate:.3f} ms")
     lo, hi = MAESTRO_MS_PER_EVAL
     print(f"model_layer_eval_vs_maestro_O2: {rate * lo / 1e3:.2f}x to {rate * hi / 1e3:.2f}x")
+    steps, layers = bench_hwgen_steps()
+    print(f"hwgen_schedule: {steps:.0f} steps/s")
+    print(f"hwgen_layer_eval: {layers:.1f} evals/s (ResNet-50 layers, kcp / nmk on small)")
     return 0
 
 
