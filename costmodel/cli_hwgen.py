@@ -155,7 +155,7 @@ def verify_layer(dataflow_spec: str, hw, layer: Layer, sim: str, seed: int) -> d
             "seed": seed, "predicted_cycles": predicted, "measured_cycles": measured,
             "cycle_difference": measured - predicted if result["finished"] else None,
             "bit_exact": result["finished"] and result["outputs"] == job.expected,
-            "rtl_utilization": macs / (structure.num_pes * measured) if measured > 0 else 0.0}
+            "rtl_utilization": macs / (structure.num_pes * structure.simd_lanes * measured) if measured > 0 else 0.0}
 
 
 def run_verify(args: argparse.Namespace) -> int:

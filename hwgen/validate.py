@@ -79,7 +79,7 @@ def write_report(rows: list[dict], eff: list[dict], out: Path) -> None:
         "",
         "## Efficiency: layers that fill the array",
         "",
-        "RTL utilisation = MACs / (PEs x measured cycles). `bound` is what the `hwgen` preset says holds "
+        "RTL utilisation = MACs / (PEs x SIMD lanes x measured cycles). `bound` is what the `hwgen` preset says holds "
         "the steady state back (the engine longest in most slots).",
         "",
         "| sim | dataflow | array | layer | predicted | measured | difference | bit-exact | RTL util. | model: bound |",
