@@ -11,8 +11,8 @@ from ._hwgen_fast import fast_summary
 from .dataflow import Dataflow
 from .hardware import Hardware
 from .hwgen_schedule import (
-    LayerTiles, HwStructure, _extent, _groups, _keys, _boxes, schedule_summary, steps, structure_of,
-    tiles_of,
+    HwStructure, LayerTiles, _boxes, _extent, _groups, _keys, schedule_summary, steps, structure_key,
+    structure_of, tiles_of,
 )
 from .workload import Conv2D, Layer
 
@@ -64,7 +64,24 @@ def hwgen_layer(dataflow: Dataflow, layer: Layer, hw: Hardware) -> tuple[HwStruc
     (timing does not depend on the filter and stride maxima the buffers are sized for)."""
     s = hwgen_structure(dataflow, layer, hw, fit=[layer])
     t = tiles_of(s, dataflow, layer)
-    return s, t, fast_summary(s, t)
+    return s, t, _summary(s, t)
+
+
+_SUMMARIES: dict[tuple, dict] = {}
+_MAX_SUMMARIES = 4096
+
+
+def _summary(s: HwStructure, t: LayerTiles) -> dict:
+    """The figures of (structure, tiles), computed once: a design-space search asks for the same
+    ones for every point that differs only in what the schedule ignores (L2, off-chip, energy)."""
+    key = (structure_key(s), tuple(sorted(t.dims.items())), t.stride, t.in_rows, t.in_cols,
+           tuple(sorted(t.t0.items())), tuple(sorted(t.t1.items())), t.repeat)
+    out = _SUMMARIES.get(key)
+    if out is None:
+        if len(_SUMMARIES) >= _MAX_SUMMARIES:
+            _SUMMARIES.clear()
+        out = _SUMMARIES[key] = fast_summary(s, t)
+    return {k: (dict(v) if isinstance(v, dict) else v) for k, v in out.items()}
 
 
 def reference_summary(s: HwStructure, t: LayerTiles) -> dict:
