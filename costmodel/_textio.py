@@ -16,24 +16,8 @@ from ._errors import AccelgenError
 __all__ = ["read_text", "read_bytes", "load_yaml"]
 
 
-def read_text(path: str | os.PathLike[str], kind: str) -> str:
-    """The UTF-8 text of ``path``; ``kind`` names what the file should be ("a hardware file")."""
-    where = os.fspath(path)
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise AccelgenError("no such file", where=where) from None
-    except IsADirectoryError:
-        raise AccelgenError(f"is a directory, not {kind}", where=where) from None
-    except UnicodeDecodeError as exc:
-        raise AccelgenError(f"not UTF-8 text (byte {exc.start})", where=where) from None
-    except OSError as exc:
-        raise AccelgenError(f"cannot be read ({exc.strerror or exc})", where=where) from None
-
-
-
 def read_bytes(path: str | os.PathLike[str], kind: str) -> bytes:
-    """The bytes of ``path`` (a binary file: an ONNX model); failures worded as in :func:`read_text`."""
+    """The bytes of ``path``; ``kind`` names what the file should be ("an ONNX model")."""
     where = os.fspath(path)
     try:
         return Path(path).read_bytes()
@@ -43,6 +27,18 @@ def read_bytes(path: str | os.PathLike[str], kind: str) -> bytes:
         raise AccelgenError(f"is a directory, not {kind}", where=where) from None
     except OSError as exc:
         raise AccelgenError(f"cannot be read ({exc.strerror or exc})", where=where) from None
+
+
+def read_text(path: str | os.PathLike[str], kind: str) -> str:
+    """The UTF-8 text of ``path`` (newlines as text mode reads them); failures as in
+    :func:`read_bytes`."""
+    data = read_bytes(path, kind)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise AccelgenError(f"not UTF-8 text (byte {exc.start})", where=os.fspath(path)) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
 
 class _StrictLoader(yaml.SafeLoader):
     """SafeLoader that refuses a key given twice in one mapping: PyYAML would silently keep the

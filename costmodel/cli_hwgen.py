@@ -51,9 +51,7 @@ def _layers(spec: str | None, gemm: bool) -> list[Layer]:
     if spec is None:
         return [parse_layer_spec("gemm:M=8,N=8,K=8" if gemm else "conv2d:K=8,C=8,Y=8,X=8,R=3,S=3",
                                  name="default")]
-    if ":" in spec and spec.split(":", 1)[0].lower() in ("conv2d", "gemm"):
-        return [parse_layer_spec(spec, name="layer")]
-    from .cli import workload_from_spec
+    from .cli import workload_from_spec       # zoo names, files and inline layer specs
     return list(workload_from_spec(spec).model.layers)
 
 

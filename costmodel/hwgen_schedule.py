@@ -25,7 +25,7 @@ from .workload import GEMM, Conv2D, Layer
 
 __all__ = ["HW_DIMS", "LOOP_DIMS", "TENSOR_DIMS", "TimingConstants", "TIMING", "HwStructure",
            "LayerTiles", "Step", "structure_of", "tiles_of", "steps", "step_costs", "hwgen_cycles",
-           "structure_key", "schedule_summary"]
+           "structure_key", "schedule_summary", "reference_summary"]
 
 HW_DIMS = ("K", "C", "Y", "X", "R", "S")
 LOOP_DIMS = ("K", "C", "Y", "X")          # R and S are always whole inside a PE's tile
@@ -436,5 +436,50 @@ def schedule_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TI
 
 
 def hwgen_cycles(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING) -> int:
-    """Cycles from ``start`` to ``done`` for one run of the layer."""
-    return schedule_summary(s, t, timing)["cycles"]
+    """Cycles from ``start`` to ``done`` for one run of the layer (the vectorised evaluation,
+    tested equal to :func:`reference_summary`)."""
+    from ._hwgen_fast import fast_summary      # it builds on this module
+    return fast_summary(s, t, timing)["cycles"]
+
+
+def reference_summary(s: HwStructure, t: LayerTiles) -> dict:
+    """The step-by-step walk (slow; the reference :func:`fast_summary` is tested against)."""
+    summary = schedule_summary(s, t)
+    summary.update(_traffic(s, t))
+    return summary
+
+
+def _traffic(s: HwStructure, t: LayerTiles) -> dict:
+    """Words moved per tensor: L2 reads (one per NoC word), L1 writes (captures), L1 reads (two
+    operands and a partial sum per MAC), L2 output read-modify-writes (one per drained word)."""
+    l2r = {"input": 0, "weight": 0, "output": 0}
+    l1w = {"input": 0, "weight": 0, "output": 0}
+    drained = 0
+    macs = 0
+    seq = list(steps(s, t))
+    keys = [_keys(x) for x in seq]
+    R, S, st = t.dims["R"], t.dims["S"], t.stride
+    pes = [(u0, u1) for u0 in range(s.n0) for u1 in range(s.n1)]
+    for i, step in enumerate(seq):
+        boxes = _boxes(s, t, step)
+        for name in ("input", "weight"):
+            if i == 0 or keys[i][name] != keys[i - 1][name]:
+                rows, run = boxes[name]
+                l2r[name] += rows * run
+                for pe in pes:
+                    k, c, y, x = (_extent(s, t, step, di, pe)[1] for di in range(4))
+                    if name == "input":
+                        l1w[name] += c * ((y - 1) * st + R) * ((x - 1) * st + S) if y and x and c else 0
+                    else:
+                        l1w[name] += k * c * R * S
+        for pe in pes:
+            macs += math.prod(_extent(s, t, step, di, pe)[1] for di in range(4)) * R * S
+        if i == len(seq) - 1 or keys[i + 1]["output"] != keys[i]["output"]:
+            for g in _groups(s, t, step):
+                drained += math.prod(_extent(s, t, step, di, g)[1] for di in (0, 2, 3))
+    l1w["output"] = macs
+    l1r = {"input": macs, "weight": macs, "output": macs + drained}
+    l2w = {"input": 0, "weight": 0, "output": drained}
+    l2r["output"] = drained
+    return {"l2_reads": l2r, "l2_writes": l2w, "l1_reads": l1r, "l1_writes": l1w, "step_macs": macs,
+            "drained_words": drained}

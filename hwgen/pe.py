@@ -12,7 +12,7 @@ from amaranth.hdl import Array, Const, Module, Mux, Signal, Value, signed, unsig
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["PE", "pe_signature_widths"]
+__all__ = ["PE", "wire"]
 
 COORD = 16          # bits of a coordinate or extent
 
@@ -24,10 +24,6 @@ def wire(m: Module, expr, name: str, shape=None) -> Signal:
     sig = Signal(shape if shape is not None else value.shape(), name=name)
     m.d.comb += sig.eq(value)
     return sig
-
-
-def pe_signature_widths(l1: dict[str, int]) -> dict[str, int]:
-    return {name: max(1, (words - 1).bit_length()) for name, words in l1.items()}
 
 
 class PE(wiring.Component):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from costmodel._errors import AccelgenError
 from costmodel.analysis import analyze_layer
+from costmodel.cli_hwgen import verify_layer
 from costmodel.hardware import NoCLevel
 from costmodel.workload_yaml import parse_layer_spec
 
@@ -42,7 +43,6 @@ def efficiency_rows(sim: str) -> list[dict]:
         hw = _hardware(hw_name)
         layer = parse_layer_spec(spec, name="fill")
         model = analyze_layer(layer, dataflow, hw, preset="hwgen")
-        from costmodel.cli_hwgen import verify_layer
         got = verify_layer(dataflow, hw, layer, sim, seed=0)
         rows.append({"dataflow": dataflow, "array": hw_name, "layer": spec, "sim": sim,
                      "predicted_cycles": got["predicted_cycles"], "measured_cycles": got["measured_cycles"],

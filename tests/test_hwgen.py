@@ -147,7 +147,7 @@ def test_fast_schedule_equals_the_step_walk():
     import random
 
     import costmodel._hwgen_fast as fast
-    from costmodel.hwgen_model import reference_summary
+    from costmodel.hwgen_schedule import reference_summary
     rng = random.Random(5)
     for _ in range(120):
         hw = replace(TINY, num_pes=rng.choice([4, 8, 16]), simd_lanes=rng.choice([1, 2, 3]),
