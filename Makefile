@@ -46,7 +46,7 @@ validate-maestro: $(VENV_STAMP)
 	$(WITH_ENV) $(PY) -m costmodel.validate_maestro
 
 validate-rtl: $(VENV_STAMP) $(TOOLS_STAMP)
-	$(WITH_ENV) $(PY) -m hwgen.validate
+	$(WITH_ENV) $(PY) -m sim_tests.validate
 
 clean:
 	rm -rf sim_build .pytest_cache .hypothesis build out results.xml *.egg-info

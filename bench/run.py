@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from costmodel import AccelgenError, LIBRARY, analyze_layer, builtin_hardware, get_model  # noqa: E402
+from costmodel import LIBRARY, AccelgenError, analyze_layer, builtin_hardware, get_model  # noqa: E402
 
 # MAESTRO's C++ binary (maestro-project/maestro @4eb08d1, -O2) per single-layer evaluation.
 MAESTRO_MS_PER_EVAL = (0.6, 2.9)
@@ -83,7 +83,7 @@ def bench_hwgen_steps(min_seconds: float = 1.0) -> tuple[float, float]:
     while True:
         for layer, df in layers:
             from costmodel.analysis import resolve_dataflow
-            from costmodel.hwgen_model import hwgen_layer
+            from costmodel.hwgen_preset.preset import hwgen_layer
             _, _, figures = hwgen_layer(resolve_dataflow(df, layer, hw), layer, hw)
             steps += figures["steps"]
             evals += 1

@@ -4,15 +4,15 @@
     result = analyze_model(get_model("resnet50"), builtin_hardware("small"), dataflow="kcp")
 """
 
-from ._errors import AccelgenError
 from .analysis import PRESETS, LayerResult, ModelResult, analyze_layer, analyze_model, resolve_dataflow
-from .dataflow import Cluster, Dataflow, SpatialMap, Sz, TemporalMap, parse_dataflow
-from .hardware import Hardware, NoCLevel, builtin_hardware, hardware_from_dict, load_hardware
-from .library import LIBRARY, default_dataflow, library_dataflow
-from .onnx_import import ImportReport, SkippedOps, load_onnx
-from .workload import GEMM, Conv2D, Layer, Model
-from .workload_yaml import load_workload_yaml, parse_layer_spec
-from .zoo import ZOO, get_model
+from .base import AccelgenError
+from .dataflow.directives import Cluster, Dataflow, SpatialMap, Sz, TemporalMap, parse_dataflow
+from .dataflow.library import LIBRARY, default_dataflow, library_dataflow
+from .hardware.hardware import Hardware, NoCLevel, builtin_hardware, hardware_from_dict, load_hardware
+from .workload.layers import GEMM, Conv2D, Layer, Model
+from .workload.onnx_import import ImportReport, SkippedOps, load_onnx
+from .workload.yaml_io import load_workload_yaml, parse_layer_spec
+from .workload.zoo import ZOO, get_model
 
 __all__ = [
     "AccelgenError",

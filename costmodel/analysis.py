@@ -10,17 +10,20 @@ exact timing of the generated RTL, arrives with the RTL generator.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Sequence, Union
+from dataclasses import dataclass
+from typing import Any, Literal, Sequence
 
-from ._errors import AccelgenError
-from ._maestro_engine import MaestroAnalysis, MaestroStructure, maestro_structure, timed_analysis
-from ._maestro_timing import CompiledLayer, Timing
-from .dataflow import Dataflow
-from .hardware import Hardware, hardware_to_dict
-from .library import default_dataflow, library_dataflow
-from .problem import Problem, problem_of
-from .workload import GEMM, Layer, Model
+from .base import AccelgenError
+from .dataflow.directives import Dataflow
+from .dataflow.spec import DataflowSpec, resolve_dataflow
+from .hardware.hardware import Hardware, hardware_to_dict
+from .hwgen_preset.preset import analyze_hwgen
+from .maestro.engine import MaestroAnalysis, MaestroStructure, maestro_structure, timed_analysis
+from .maestro.timing import CompiledLayer, Timing
+from .results import TENSORS as _TENSORS
+from .results import LayerResult, ModelResult, model_totals
+from .workload.layers import GEMM, Layer, Model
+from .workload.problem import Problem, problem_of
 
 __all__ = ["Preset", "PRESETS", "LayerResult", "ModelResult", "LayerStructure", "analyze_layer",
            "analyze_model", "layer_structure", "layer_result", "model_totals", "resolve_dataflow",
@@ -28,79 +31,6 @@ __all__ = ["Preset", "PRESETS", "LayerResult", "ModelResult", "LayerStructure", 
 
 Preset = Literal["maestro", "hwgen"]
 PRESETS: tuple[str, ...] = ("maestro", "hwgen")
-DataflowSpec = Union[str, Dataflow, None]
-
-_TENSORS = ("input", "weight", "output")
-
-
-@dataclass(frozen=True)
-class LayerResult:
-    """Every figure of one layer.  Counts are words (one element of the tensor's width)."""
-
-    layer: str
-    layer_type: str
-    shape: str
-    preset: str
-    dataflow_name: str
-    dataflow: str                          # the filled-in directives actually analysed
-    num_pes: int
-    used_pes: int                          # PEs the cluster structure can use
-    macs: int                              # exact: N*K*(C/groups)*R*S*Y'*X'
-    step_macs: int                         # the same, summed over the step model's steps and PEs
-    runtime_cycles: int
-    runtime_us: float
-    throughput_macs_per_cycle: float
-    utilization: float                     # macs / (num_pes * simd_lanes * runtime_cycles)
-    avg_active_pes: float
-    bound: str                             # what most steps wait on: compute, noc-ingress, noc-egress
-    l1_reads: dict[str, int]
-    l1_writes: dict[str, int]
-    l2_reads: dict[str, int]
-    l2_writes: dict[str, int]
-    dram_reads: int
-    dram_writes: int
-    l1_words_per_pe: dict[str, int]        # double-buffered tiles of one PE
-    l2_words: dict[str, int]
-    l1_bytes_per_pe: int
-    l2_bytes: int
-    noc_bw_peak_words_per_cycle: float
-    noc_bw_avg_words_per_cycle: float
-    offchip_bw_avg_words_per_cycle: float
-    reuse_factor: dict[str, float]         # L1 reads per L1 write
-    multicast_factor: dict[str, float]     # words landing in L1s per word read from L2
-    energy_pj: dict[str, float]            # mac, l1, l2, noc, dram, total
-    area_mm2: float
-    feasible: bool
-    infeasible_reasons: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["infeasible_reasons"] = list(self.infeasible_reasons)
-        return d
-
-
-@dataclass(frozen=True)
-class ModelResult:
-    model: str
-    hardware: str
-    preset: str
-    layers: tuple[LayerResult, ...]
-    total: dict[str, Any] = field(default_factory=dict)
-    hardware_config: dict[str, Any] = field(default_factory=dict)   # as analysed, overrides applied
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "hardware": self.hardware, "preset": self.preset,
-                "hardware_config": self.hardware_config,
-                "layers": [r.to_dict() for r in self.layers], "total": self.total}
-
-
-def resolve_dataflow(spec: DataflowSpec, layer: Layer, hw: Hardware) -> Dataflow:
-    """A library name, a parsed dataflow, or None (the library default for the layer's kind)."""
-    if spec is None:
-        return default_dataflow(layer, hw.num_pes)
-    if isinstance(spec, str):
-        return library_dataflow(spec, layer, hw.num_pes)
-    return spec
 
 
 def check_preset(preset: str) -> None:
@@ -141,12 +71,7 @@ def layer_structure(layer: Layer, dataflow: DataflowSpec, num_pes: int, *, multi
                     spatial_reduction: bool = True) -> LayerStructure:
     """The hardware-number-free half of :func:`analyze_layer`.  Raises :class:`AccelgenError`
     for a dataflow that does not apply to the layer or the PE count."""
-    if dataflow is None:
-        df = default_dataflow(layer, num_pes)
-    elif isinstance(dataflow, str):
-        df = library_dataflow(dataflow, layer, num_pes)
-    else:
-        df = dataflow
+    df = resolve_dataflow(dataflow, layer, num_pes)
     batch_dim = "B" if isinstance(layer, GEMM) else "N"
     problem = problem_of(layer, with_batch=batch_dim in df.dims())
     resolved = df.resolve(problem.dims, kind=problem.kind, allowed=problem.allowed_dims)
@@ -171,7 +96,7 @@ def analyze_layer(layer: Layer, dataflow: DataflowSpec, hw: Hardware, preset: st
     the layer or the hardware (unknown dimension, clusters larger than the array)."""
     check_preset(preset)
     if preset == "hwgen":
-        return _analyze_hwgen(layer, resolve_dataflow(dataflow, layer, hw), hw)
+        return analyze_hwgen(layer, resolve_dataflow(dataflow, layer, hw), hw)
     structure = layer_structure(layer, dataflow, hw.num_pes, multicast=hw.multicast,
                                 spatial_reduction=hw.spatial_reduction)
     return layer_result(structure, hw, preset)
@@ -272,66 +197,6 @@ def layer_result(structure: LayerStructure, hw: Hardware, preset: str = "maestro
     )
 
 
-def _analyze_hwgen(layer: Layer, df: Dataflow, hw: Hardware) -> LayerResult:
-    """The generated accelerator's own figures (``docs/timing.md``): exact cycles of one run times
-    the runs (groups, batch), its word traffic, its buffers."""
-    from .hwgen_model import hwgen_layer, l2_split
-    s, t, f = hwgen_layer(df, layer, hw)
-    rep = t.repeat
-    runtime = f["cycles"] * rep
-    macs = layer.macs
-
-    def scaled(d: dict[str, int]) -> dict[str, int]:
-        return {k: d.get(k, 0) * rep for k in _TENSORS}
-
-    l1r, l1w, l2r = scaled(f["l1_reads"]), scaled(f["l1_writes"]), scaled(f["l2_reads"])
-    sizes = {"input": t.dims["C"] * t.in_rows * t.in_cols,
-             "weight": t.dims["K"] * t.dims["C"] * t.dims["R"] * t.dims["S"],
-             "output": t.dims["K"] * t.dims["Y"] * t.dims["X"]}
-    l2w = {"input": sizes["input"] * rep, "weight": sizes["weight"] * rep, "output": f["l2_writes"]["output"] * rep}
-    bits = {k: hw.bits(k) for k in _TENSORS}   # type: ignore[arg-type]
-    l1 = s.l1_words()
-    l1_words = {k: 2 * v for k, v in l1.items()}
-    l1_bytes = sum(-(-l1_words[k] * bits[k] // 8) for k in _TENSORS)
-    l2_bytes = sum(-(-sizes[k] * bits[k] // 8) for k in _TENSORS)
-    split = l2_split(hw)
-    reasons = [f"{k} needs {sizes[k]} L2 words, the generated L2 region holds {split[k]}"
-               for k in _TENSORS if sizes[k] > split[k]]
-    per_word = hw.energy.per_word_pj
-    noc_words = l2r["input"] + l2r["weight"] + l2w["output"]
-    energy = {
-        "mac": macs * hw.energy.mac_pj,
-        "l1": sum(l1r[k] * per_word("l1_read_pj", bits[k]) + l1w[k] * per_word("l1_write_pj", bits[k])
-                  for k in _TENSORS),
-        "l2": sum(l2r[k] * per_word("l2_read_pj", bits[k]) + l2w[k] * per_word("l2_write_pj", bits[k])
-                  for k in _TENSORS),
-        "noc": noc_words * hw.noc_at(0).hops * per_word("noc_pj_per_word_hop", hw.input_bits),
-        "dram": sum(l2w[k] * per_word("dram_pj_per_word", bits[k]) for k in ("input", "weight"))
-        + sizes["output"] * rep * per_word("dram_pj_per_word", bits["output"]),
-    }
-    energy["total"] = sum(energy.values())
-    slots = f["bound_slots"]
-    bound = {"load": "noc-ingress", "compute": "compute", "drain": "noc-egress"}[
-        max(slots, key=lambda e: (slots[e], e == "compute"))]
-    offchip = (sum(sizes.values()) * rep) / runtime
-    ratio = (lambda a, b: a / b if b else 0.0)
-    return LayerResult(
-        layer=layer.name, layer_type=layer.layer_type, shape=layer.describe(), preset="hwgen",
-        dataflow_name=df.name, dataflow=str(df), num_pes=hw.num_pes, used_pes=s.used_pes,
-        macs=macs, step_macs=f["step_macs"] * rep, runtime_cycles=runtime, runtime_us=runtime / hw.clock_mhz,
-        throughput_macs_per_cycle=macs / runtime, utilization=macs / (hw.num_pes * hw.simd_lanes * runtime),
-        avg_active_pes=f["step_macs"] / max(1, f["compute_cycles"]), bound=bound,
-        l1_reads=l1r, l1_writes=l1w, l2_reads=l2r, l2_writes=l2w,
-        dram_reads=l2w["input"] + l2w["weight"], dram_writes=sizes["output"] * rep,
-        l1_words_per_pe=l1_words, l2_words=sizes, l1_bytes_per_pe=l1_bytes, l2_bytes=l2_bytes,
-        noc_bw_peak_words_per_cycle=float(s.noc_words_per_cycle),
-        noc_bw_avg_words_per_cycle=noc_words / runtime, offchip_bw_avg_words_per_cycle=offchip,
-        reuse_factor={k: ratio(l1r[k], l1w[k]) for k in _TENSORS},
-        multicast_factor={k: ratio(l1w[k], l2r[k]) for k in ("input", "weight")},
-        energy_pj=energy, area_mm2=hw.area_mm2(), feasible=not reasons, infeasible_reasons=tuple(reasons),
-    )
-
-
 def _bound(stats: Any) -> str:
     steps = {"compute": stats.compute_bound_steps, "noc-ingress": stats.ingress_bound_steps,
              "noc-egress": stats.egress_bound_steps}
@@ -358,27 +223,3 @@ def analyze_model(model: Model, hw: Hardware, *, dataflow: DataflowSpec = None,
             progress()
     return ModelResult(model.name, hw.name, preset, tuple(results), model_totals(results, hw),
                        hardware_to_dict(hw))
-
-
-def model_totals(results: list[LayerResult], hw: Hardware) -> dict[str, Any]:
-    macs = sum(r.macs for r in results)
-    cycles = sum(r.runtime_cycles for r in results)
-    energy: dict[str, float] = {}
-    for r in results:
-        for k, v in r.energy_pj.items():
-            energy[k] = energy.get(k, 0.0) + v
-    return {
-        "layers": len(results),
-        "macs": macs,
-        "runtime_cycles": cycles,
-        "runtime_us": cycles / hw.clock_mhz,
-        "throughput_macs_per_cycle": macs / cycles if cycles else 0.0,
-        "utilization": macs / (hw.num_pes * hw.simd_lanes * cycles) if cycles else 0.0,
-        "l1_bytes_per_pe": max((r.l1_bytes_per_pe for r in results), default=0),
-        "l2_bytes": max((r.l2_bytes for r in results), default=0),
-        "noc_bw_peak_words_per_cycle": max((r.noc_bw_peak_words_per_cycle for r in results), default=0.0),
-        "energy_pj": energy,
-        "area_mm2": hw.area_mm2(),
-        "feasible": all(r.feasible for r in results),
-        "infeasible_layers": [r.layer for r in results if not r.feasible],
-    }

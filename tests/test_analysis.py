@@ -7,8 +7,17 @@ import math
 import pytest
 
 from costmodel import (
-    GEMM, LIBRARY, ZOO, AccelgenError, Conv2D, analyze_layer, analyze_model, builtin_hardware,
-    get_model, library_dataflow, parse_dataflow,
+    GEMM,
+    LIBRARY,
+    ZOO,
+    AccelgenError,
+    Conv2D,
+    analyze_layer,
+    analyze_model,
+    builtin_hardware,
+    get_model,
+    library_dataflow,
+    parse_dataflow,
 )
 
 SMALL = builtin_hardware("small")

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+from accelgen import analyze, cli
+from accelgen.report import json_safe
 from costmodel import get_model
-from costmodel import cli
-from costmodel._errors import AccelgenError
-from costmodel.dataflow_io import load_dataflow
-from costmodel.report import json_safe
+from costmodel.base import AccelgenError
+from costmodel.dataflow.yaml_io import load_dataflow
 
 ROOT = Path(__file__).resolve().parents[1]
 MAPPING = ROOT / "tests" / "data" / "maestro" / "small_cnn_kcp.m"
@@ -217,7 +217,7 @@ def test_interrupt_is_one_line(capsys: pytest.CaptureFixture[str], monkeypatch: 
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "analyze_model", interrupted)
+    monkeypatch.setattr(analyze, "analyze_model", interrupted)
     code, out, err = run(capsys, "analyze", "--model", "alexnet")
     assert code == 1 and err == "accelgen: error: interrupted\n"
 

@@ -11,11 +11,17 @@ import numpy as np
 import pytest
 import yaml
 
-from costmodel import AccelgenError, Conv2D, GEMM, Model, analyze_model, get_model, load_workload_yaml
-from costmodel.cli import main
+from accelgen.cli import main
+from costmodel import GEMM, AccelgenError, Conv2D, Model, analyze_model, get_model, load_workload_yaml
 from costmodel.design import load_design
 from costmodel.dse import (
-    ScalarEvaluator, VectorEvaluator, load_space, make_plan, nondominated, parse_constraint, run_search,
+    ScalarEvaluator,
+    VectorEvaluator,
+    load_space,
+    make_plan,
+    nondominated,
+    parse_constraint,
+    run_search,
     space_from_dict,
 )
 from costmodel.dse.search import CHECKPOINT

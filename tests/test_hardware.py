@@ -12,14 +12,25 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from costmodel._errors import AccelgenError
-from costmodel.hardware import (
-    BUILTIN_HARDWARE, Hardware, NoCLevel, builtin_hardware, hardware_from_dict, hardware_from_yaml,
-    hardware_to_dict, load_hardware,
+from costmodel.base import AccelgenError
+from costmodel.hardware.hardware import (
+    BUILTIN_HARDWARE,
+    Hardware,
+    NoCLevel,
+    builtin_hardware,
+    hardware_from_dict,
+    hardware_from_yaml,
+    hardware_to_dict,
+    load_hardware,
 )
-from costmodel.hw_tables import (
-    AREA_45NM_HOROWITZ, AREA_TABLES, ENERGY_45NM_HOROWITZ, ENERGY_MAESTRO_RELATIVE, ENERGY_TABLES,
-    AreaTable, EnergyTable,
+from costmodel.hardware.tables import (
+    AREA_45NM_HOROWITZ,
+    AREA_TABLES,
+    ENERGY_45NM_HOROWITZ,
+    ENERGY_MAESTRO_RELATIVE,
+    ENERGY_TABLES,
+    AreaTable,
+    EnergyTable,
 )
 
 SMALL: dict[str, Any] = {

@@ -13,16 +13,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from accelgen.cli import main
 from costmodel import AccelgenError
 from costmodel.analysis import analyze_layer, resolve_dataflow
-from costmodel.cli import main
-from costmodel.hardware import NoCLevel, builtin_hardware
-from costmodel.hwgen_model import hwgen_layer, hwgen_structure
-from costmodel.hwgen_schedule import LOOP_DIMS, _extent, hwgen_cycles, steps, structure_of, tiles_of
-from costmodel.library import library_dataflow
-from costmodel.workload import GEMM, Conv2D
-from hwgen.host import make_job, random_operands, reference_output
-from hwgen.matrix import ARRAYS, DATAFLOWS, array, dataflow_spec, layers
+from costmodel.dataflow.library import library_dataflow
+from costmodel.hardware.hardware import NoCLevel, builtin_hardware
+from costmodel.hwgen_preset.fast import hwgen_cycles
+from costmodel.hwgen_preset.preset import hwgen_layer, hwgen_structure
+from costmodel.hwgen_preset.rules import LOOP_DIMS
+from costmodel.hwgen_preset.structure import structure_of, tiles_of
+from costmodel.hwgen_preset.walk import _extent, steps
+from costmodel.workload.layers import GEMM, Conv2D
+from sim_tests.driver import make_job, random_operands, reference_output
+from sim_tests.matrix import ARRAYS, DATAFLOWS, array, dataflow_spec, layers
 
 TINY = builtin_hardware("tiny")
 
@@ -146,8 +149,8 @@ def test_a_design_refuses_layers_beyond_its_buffers(layer, message):
 def test_fast_schedule_equals_the_step_walk():
     import random
 
-    import costmodel._hwgen_fast as fast
-    from costmodel.hwgen_schedule import reference_summary
+    import costmodel.hwgen_preset.fast as fast
+    from costmodel.hwgen_preset.walk import reference_summary
     rng = random.Random(5)
     for _ in range(120):
         hw = replace(TINY, num_pes=rng.choice([4, 8, 16]), simd_lanes=rng.choice([1, 2, 3]),

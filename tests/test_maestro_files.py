@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from costmodel._errors import AccelgenError
-from costmodel.maestro_files import load_maestro_file, parse_maestro_text, read_maestro_file
-from costmodel.workload import GEMM, Conv2D
+from costmodel.base import AccelgenError
+from costmodel.workload.layers import GEMM, Conv2D
+from costmodel.workload.maestro_files import load_maestro_file, parse_maestro_text, read_maestro_file
 
 DATA = Path(__file__).resolve().parent / "data" / "maestro"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from costmodel import AccelgenError, analyze_layer, parse_dataflow
-from costmodel.validate_maestro import compare, reference_hardware, reference_layer, reference_rows
+from costmodel.maestro.validate import compare, reference_hardware, reference_layer, reference_rows
 
 ROWS = reference_rows()
 OK_ROWS = [r for r in ROWS if r["status"] == "ok"]

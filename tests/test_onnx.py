@@ -14,10 +14,11 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from costmodel import cli, zoo
-from costmodel._errors import AccelgenError
-from costmodel.onnx_import import load_onnx
-from costmodel.workload import GEMM, Conv2D
+from accelgen import cli
+from costmodel.base import AccelgenError
+from costmodel.workload import zoo
+from costmodel.workload.layers import GEMM, Conv2D
+from costmodel.workload.onnx_import import load_onnx
 
 ROOT = Path(__file__).resolve().parents[1]
 ACCELGEN = Path(sys.executable).parent / "accelgen"
@@ -385,7 +386,7 @@ def test_missing_onnx_package_is_one_line(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_importing_costmodel_does_not_import_onnx() -> None:
-    code = "import sys, costmodel, costmodel.cli; sys.exit('onnx' in sys.modules)"
+    code = "import sys, costmodel, accelgen.cli; sys.exit('onnx' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 

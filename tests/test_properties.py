@@ -19,13 +19,27 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from costmodel import (
-    LIBRARY, AccelgenError, Cluster, Conv2D, Dataflow, GEMM, Hardware, Layer, LayerResult, SpatialMap,
-    Sz, TemporalMap, analyze_layer, builtin_hardware, library_dataflow, parse_dataflow,
+    GEMM,
+    LIBRARY,
+    AccelgenError,
+    Cluster,
+    Conv2D,
+    Dataflow,
+    Hardware,
+    Layer,
+    LayerResult,
+    SpatialMap,
+    Sz,
+    TemporalMap,
+    analyze_layer,
+    builtin_hardware,
+    library_dataflow,
+    parse_dataflow,
 )
-from costmodel.dataflow import CONV_DIMS, GEMM_DIMS
-from costmodel.hardware import hardware_from_yaml
-from costmodel.problem import problem_of
-from costmodel.workload_yaml import parse_workload_yaml
+from costmodel.dataflow.directives import CONV_DIMS, GEMM_DIMS
+from costmodel.hardware.hardware import hardware_from_yaml
+from costmodel.workload.problem import problem_of
+from costmodel.workload.yaml_io import parse_workload_yaml
 
 
 def _settings(examples: int) -> Callable[[Any], Any]:

@@ -10,10 +10,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from costmodel._errors import AccelgenError
-from costmodel.workload import GEMM, Conv2D
-from costmodel.workload_yaml import (load_workload_yaml, parse_layer_spec, parse_workload_yaml,
-                                     workload_from_dict)
+from costmodel.base import AccelgenError
+from costmodel.workload.layers import GEMM, Conv2D
+from costmodel.workload.yaml_io import load_workload_yaml, parse_layer_spec, parse_workload_yaml, workload_from_dict
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "workloads"
 

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from costmodel._errors import AccelgenError
-from costmodel.workload import GEMM, Conv2D, Model
-from costmodel.zoo import ZOO, alexnet, bert_base_block, get_model, mobilenet_v2, resnet50, vgg16
+from costmodel.base import AccelgenError
+from costmodel.workload.layers import GEMM, Conv2D, Model
+from costmodel.workload.zoo import ZOO, alexnet, bert_base_block, get_model, mobilenet_v2, resnet50, vgg16
 
 
 def _close(value: int, published: float) -> bool:

@@ -19,12 +19,12 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
-from .._errors import AccelgenError
-from .._maestro_timing import Timing
 from ..analysis import analyze_layer, buffer_bytes, energy_terms, layer_structure
-from ..hardware import Hardware
-from ..library import library_dataflow
-from ..workload import GEMM, Layer
+from ..base import AccelgenError
+from ..dataflow.library import library_dataflow
+from ..hardware.hardware import Hardware
+from ..maestro.timing import Timing
+from ..workload.layers import GEMM, Layer
 from .plan import Plan
 
 __all__ = ["Metrics", "Evaluator", "VectorEvaluator", "ScalarEvaluator", "evaluator_for", "EVALUATORS", "metric"]

@@ -18,7 +18,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from ..hardware import hardware_to_dict
+from ..base import write_atomically
+from ..hardware.hardware import hardware_to_dict
 from .evaluate import Evaluator, metric
 from .pareto import Front
 from .plan import METRICS, Plan
@@ -84,7 +85,6 @@ def _num(value: float) -> str:
 def write_outputs(out_dir: Path, plan: Plan, state: SearchState, rows: list[dict[str, Any]],
                   model_spec: str | None = None) -> list[Path]:
     """pareto.csv, points/ and the plot, each written to a temporary name and renamed into place."""
-    from ..cli import write_atomically
 
     out_dir.mkdir(parents=True, exist_ok=True)
     buffer = io.StringIO()

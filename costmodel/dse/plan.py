@@ -21,9 +21,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._errors import AccelgenError
-from ..hardware import Hardware, NoCLevel
-from ..workload import GEMM, Layer, Model
+from ..base import AccelgenError
+from ..hardware.hardware import Hardware, NoCLevel
+from ..workload.layers import GEMM, Layer, Model
 from .space import DataflowChoice, Space
 
 __all__ = ["Plan", "Constraint", "OBJECTIVES", "METRICS", "parse_objectives", "parse_constraint", "make_plan"]

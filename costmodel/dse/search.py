@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from .._errors import AccelgenError
+from ..base import AccelgenError, write_atomically
 from .evaluate import Evaluator, evaluator_for, metric
 from .pareto import Front, merge, nondominated
 from .plan import Plan
@@ -163,7 +163,6 @@ def _ray(plan: Plan, spans: Iterable[tuple[int, int]], address: str | None) -> I
 # -- checkpoints ----------------------------------------------------------------------------------
 
 def _save(state: SearchState, path: Path) -> None:
-    from ..cli import write_atomically
 
     doc = {"format": _FORMAT, "fingerprint": state.fingerprint, "next_point": state.next_point,
            "evaluated": state.evaluated, "valid": state.valid, "feasible": state.feasible,

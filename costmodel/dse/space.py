@@ -33,11 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from .._errors import AccelgenError
-from .._textio import load_yaml, read_text
-from ..hardware import BUILTIN_HARDWARE, Hardware, builtin_hardware, load_hardware
-from ..hw_tables import MAX_INT, show
-from ..library import LIBRARY, parse_order
+from ..base import AccelgenError, load_yaml, read_text
+from ..dataflow.library import LIBRARY, parse_order
+from ..hardware.hardware import BUILTIN_HARDWARE, Hardware, builtin_hardware, load_hardware
+from ..hardware.tables import MAX_INT, show
 
 __all__ = ["Space", "DataflowChoice", "NoCAxes", "load_space", "space_from_dict", "SEARCH_MODES"]
 

@@ -1,0 +1,137 @@
+"""The ``hwgen`` preset: the exact timing, traffic and buffers of the accelerator that
+:mod:`hwgen` generates for a dataflow and a hardware description (``docs/timing.md``)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..base import AccelgenError
+from ..dataflow.directives import Dataflow
+from ..hardware.hardware import Hardware
+from ..results import TENSORS, LayerResult
+from ..workload.layers import Conv2D, Layer
+from .fast import fast_summary
+from .rules import bounding_engine, l1_bytes
+from .structure import HwStructure, LayerTiles, structure_key, structure_of, tiles_of
+
+__all__ = ["hwgen_structure", "l2_split", "hwgen_layer", "check_generatable", "analyze_hwgen"]
+
+
+def check_generatable(hw: Hardware) -> int:
+    """The distribution bus width ``W`` the hardware asks for; refuse what hwgen cannot build."""
+    bw = hw.noc_at(0).bandwidth_words_per_cycle
+    where = f"hardware {hw.name!r}"
+    if bw != int(bw) or int(bw) < 1 or int(bw) & (int(bw) - 1):
+        raise AccelgenError(f"noc[0].bandwidth_words_per_cycle is {bw!r}; the generated NoC needs a power "
+                            "of two words per cycle (1, 2, 4, ...)", where=where)
+    if not (hw.multicast and hw.spatial_reduction):
+        raise AccelgenError("the generated NoC always multicasts and reduces spatially; expected "
+                            "multicast: true and spatial_reduction: true", where=where)
+    if (hw.input_bits, hw.weight_bits, hw.psum_bits) != (8, 8, 32):
+        raise AccelgenError("the generated PEs are int8 x int8 -> int32; expected data_widths 8/8/32",
+                            where=where)
+    return int(bw)
+
+
+def l2_split(hw: Hardware) -> dict[str, int]:
+    """Words of each L2 region: a quarter of the bytes for inputs, a quarter for weights (int8),
+    half for int32 outputs."""
+    return {"input": hw.l2_bytes // 4, "weight": hw.l2_bytes // 4, "output": hw.l2_bytes // 8}
+
+
+def hwgen_structure(dataflow: Dataflow, layer: Layer, hw: Hardware, *,
+                    fit: Sequence[Layer] = ()) -> HwStructure:
+    """The generated design's structure: its buffers hold filters up to 3x3 and strides up to 2,
+    or more where a layer of ``fit`` needs it (the design made to run those layers)."""
+    w = check_generatable(hw)
+    convs = [l for l in fit if isinstance(l, Conv2D)]
+    max_filter = max([3] + [max(l.R, l.S) for l in convs])
+    max_stride = max([2] + [l.stride for l in convs])
+    s = structure_of(dataflow, layer, hw.num_pes, noc_words_per_cycle=w, max_filter=max_filter,
+                     max_stride=max_stride, simd_lanes=hw.simd_lanes)
+    need = l1_bytes(s.l1_words())
+    if need > hw.l1_bytes_per_pe:
+        raise AccelgenError(f"the PE tiles need {need} B of L1 (double-buffered), the hardware has "
+                            f"{hw.l1_bytes_per_pe} B", where=f"hardware {hw.name!r}")
+    return s
+
+
+def hwgen_layer(dataflow: Dataflow, layer: Layer, hw: Hardware) -> tuple[HwStructure, LayerTiles, dict]:
+    """Structure, tiles and the figures of one run: cycles, engine totals and word traffic
+    (timing does not depend on the filter and stride maxima the buffers are sized for)."""
+    s = hwgen_structure(dataflow, layer, hw, fit=[layer])
+    t = tiles_of(s, dataflow, layer)
+    return s, t, _summary(s, t)
+
+
+_SUMMARIES: dict[tuple, dict] = {}
+_MAX_SUMMARIES = 4096
+
+
+def _summary(s: HwStructure, t: LayerTiles) -> dict:
+    """The figures of (structure, tiles), computed once: a design-space search asks for the same
+    ones for every point that differs only in what the schedule ignores (L2, off-chip, energy)."""
+    key = (structure_key(s), tuple(sorted(t.dims.items())), t.stride, t.in_rows, t.in_cols,
+           tuple(sorted(t.t0.items())), tuple(sorted(t.t1.items())), t.repeat)
+    out = _SUMMARIES.get(key)
+    if out is None:
+        if len(_SUMMARIES) >= _MAX_SUMMARIES:
+            _SUMMARIES.clear()
+        out = _SUMMARIES[key] = fast_summary(s, t)
+    return {k: (dict(v) if isinstance(v, dict) else v) for k, v in out.items()}
+
+
+def analyze_hwgen(layer: Layer, df: Dataflow, hw: Hardware) -> LayerResult:
+    """The generated accelerator's own figures (``docs/timing.md``): exact cycles of one run times
+    the runs (groups, batch), its word traffic, its buffers."""
+    s, t, f = hwgen_layer(df, layer, hw)
+    rep = t.repeat
+    runtime = f["cycles"] * rep
+    macs = layer.macs
+
+    def scaled(d: dict[str, int]) -> dict[str, int]:
+        return {k: d.get(k, 0) * rep for k in TENSORS}
+
+    l1r, l1w, l2r = scaled(f["l1_reads"]), scaled(f["l1_writes"]), scaled(f["l2_reads"])
+    sizes = {"input": t.dims["C"] * t.in_rows * t.in_cols,
+             "weight": t.dims["K"] * t.dims["C"] * t.dims["R"] * t.dims["S"],
+             "output": t.dims["K"] * t.dims["Y"] * t.dims["X"]}
+    l2w = {"input": sizes["input"] * rep, "weight": sizes["weight"] * rep, "output": f["l2_writes"]["output"] * rep}
+    bits = {k: hw.bits(k) for k in TENSORS}   # type: ignore[arg-type]
+    l1_words = {k: 2 * v for k, v in s.l1_words().items()}
+    l2_bytes = sum(-(-sizes[k] * bits[k] // 8) for k in TENSORS)
+    split = l2_split(hw)
+    reasons = [f"{k} needs {sizes[k]} L2 words, the generated L2 region holds {split[k]}"
+               for k in TENSORS if sizes[k] > split[k]]
+    per_word = hw.energy.per_word_pj
+    noc_words = l2r["input"] + l2r["weight"] + l2w["output"]
+    energy = {
+        "mac": macs * hw.energy.mac_pj,
+        "l1": sum(l1r[k] * per_word("l1_read_pj", bits[k]) + l1w[k] * per_word("l1_write_pj", bits[k])
+                  for k in TENSORS),
+        "l2": sum(l2r[k] * per_word("l2_read_pj", bits[k]) + l2w[k] * per_word("l2_write_pj", bits[k])
+                  for k in TENSORS),
+        "noc": noc_words * hw.noc_at(0).hops * per_word("noc_pj_per_word_hop", hw.input_bits),
+        "dram": sum(l2w[k] * per_word("dram_pj_per_word", bits[k]) for k in ("input", "weight"))
+        + sizes["output"] * rep * per_word("dram_pj_per_word", bits["output"]),
+    }
+    energy["total"] = sum(energy.values())
+    slots = f["bound_slots"]
+    bound = {"load": "noc-ingress", "compute": "compute", "drain": "noc-egress"}[bounding_engine(slots)]
+    offchip = (sum(sizes.values()) * rep) / runtime
+    ratio = (lambda a, b: a / b if b else 0.0)
+    return LayerResult(
+        layer=layer.name, layer_type=layer.layer_type, shape=layer.describe(), preset="hwgen",
+        dataflow_name=df.name, dataflow=str(df), num_pes=hw.num_pes, used_pes=s.used_pes,
+        macs=macs, step_macs=f["step_macs"] * rep, runtime_cycles=runtime, runtime_us=runtime / hw.clock_mhz,
+        throughput_macs_per_cycle=macs / runtime, utilization=macs / (hw.num_pes * hw.simd_lanes * runtime),
+        avg_active_pes=f["step_macs"] / max(1, f["compute_cycles"]), bound=bound,
+        l1_reads=l1r, l1_writes=l1w, l2_reads=l2r, l2_writes=l2w,
+        dram_reads=l2w["input"] + l2w["weight"], dram_writes=sizes["output"] * rep,
+        l1_words_per_pe=l1_words, l2_words=sizes, l1_bytes_per_pe=l1_bytes(s.l1_words()), l2_bytes=l2_bytes,
+        noc_bw_peak_words_per_cycle=float(s.noc_words_per_cycle),
+        noc_bw_avg_words_per_cycle=noc_words / runtime, offchip_bw_avg_words_per_cycle=offchip,
+        reuse_factor={k: ratio(l1r[k], l1w[k]) for k in TENSORS},
+        multicast_factor={k: ratio(l1w[k], l2r[k]) for k in ("input", "weight")},
+        energy_pj=energy, area_mm2=hw.area_mm2(), feasible=not reasons, infeasible_reasons=tuple(reasons),
+    )

@@ -1,0 +1,88 @@
+"""The rules of the generated accelerator that every reader shares: the ``hwgen`` preset's
+schedule (:mod:`.structure`, :mod:`.walk`, :mod:`.fast`), the RTL (:mod:`hwgen`) and the host
+driver (:mod:`sim_tests.driver`) import them from here, so each is written once.
+
+Dimensions are those of a convolution in output coordinates: ``K C Y X R S`` with ``Y``/``X``
+the output rows/columns.  A GEMM ``out[M,N] = A[M,K] @ B[K,N]`` is the 1x1 convolution with
+``K <- N``, ``C <- K``, ``Y <- M``, ``X = 1``.  ``docs/timing.md`` is the prose of the same rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Mapping
+
+from ..base import AccelgenError
+from ..workload.problem import CONV_TENSOR_DIMS
+
+__all__ = ["HW_DIMS", "LOOP_DIMS", "OUTPUT_DIMS", "TENSOR_DIMS", "TENSOR_LOOP_DIMS", "ENGINES",
+           "TimingConstants", "TIMING", "check_timing", "bounding_engine", "l1_words", "l1_bytes",
+           "input_span"]
+
+HW_DIMS = ("K", "C", "Y", "X", "R", "S")
+LOOP_DIMS = ("K", "C", "Y", "X")          # R and S are always whole inside a PE's tile
+#: Which dimensions index which tensor (the problem's own table, in output coordinates).
+TENSOR_DIMS: dict[str, tuple[str, ...]] = dict(CONV_TENSOR_DIMS)
+OUTPUT_DIMS = TENSOR_DIMS["output"]
+#: The loop dimensions of each tensor: a step reloads a tensor when one of them moves.
+TENSOR_LOOP_DIMS: dict[str, tuple[str, ...]] = {
+    name: tuple(d for d in dims if d in LOOP_DIMS) for name, dims in TENSOR_DIMS.items()}
+#: The three engines of a slot, in the order that breaks ties of :func:`bounding_engine` after
+#: compute: a slot as long as its compute is compute-bound, else load before drain.
+ENGINES = ("load", "compute", "drain")
+
+
+@dataclass(frozen=True)
+class TimingConstants:
+    """Every fixed cycle count of the generated hardware (``docs/timing.md``).  These are the
+    values the RTL is built with; :func:`check_timing` refuses any other, since the generator
+    cannot build them."""
+
+    slot_overhead_cycles: int = 1   # the controller's cycle that starts a slot's engines
+    load_latency_cycles: int = 1    # L2 read -> NoC -> L1 capture pipeline, after the last issue
+    compute_latency_cycles: int = 0  # the MAC is one cycle: read L1, multiply, accumulate
+    drain_latency_cycles: int = 1   # reduction tree -> L2 read-modify-write, after the last issue
+    finish_cycles: int = 1          # the controller's cycle that sees the last slot end
+    drain_words_per_cycle: int = 1  # the output collection bus
+
+
+TIMING = TimingConstants()
+
+
+def check_timing(timing: TimingConstants) -> TimingConstants:
+    """``timing`` if it is what the RTL builds; else one line naming the first constant that differs."""
+    for f in fields(TimingConstants):
+        got, built = getattr(timing, f.name), getattr(TIMING, f.name)
+        if got != built:
+            raise AccelgenError(f"{f.name} is {got!r}; the generated RTL has {built!r} and cannot be "
+                                "built with another value", where="hwgen timing")
+    return timing
+
+
+def bounding_engine(busy: Mapping[str, int]) -> str:
+    """Which engine a slot waits on: the longest; compute wins ties, then load over drain."""
+    return max(ENGINES, key=lambda e: (busy[e], e == "compute"))
+
+
+def input_span(tile, stride, filt):
+    """Input rows (or columns) that ``tile >= 1`` output rows read: ``(tile-1)*stride + filt``
+    (integers or numpy arrays)."""
+    return (tile - 1) * stride + filt
+
+
+def l1_words(pe_tile_max: Mapping[str, int], max_stride: int) -> dict[str, int]:
+    """Words of one PE's L1 per tensor for its largest tile (each is double-buffered)."""
+    t = pe_tile_max
+    rows = input_span(t["Y"], max_stride, t["R"])
+    cols = input_span(t["X"], max_stride, t["S"])
+    return {"input": t["C"] * rows * cols, "weight": t["K"] * t["C"] * t["R"] * t["S"],
+            "output": t["K"] * t["Y"] * t["X"]}
+
+
+#: Bits of one word of each tensor in the generated PEs (int8 x int8 -> int32).
+WORD_BITS = {"input": 8, "weight": 8, "output": 32}
+
+
+def l1_bytes(words: Mapping[str, int]) -> int:
+    """Bytes of one PE's double-buffered L1 for tiles of ``words`` (int8 operands, int32 sums)."""
+    return sum(2 * -(-words[k] * WORD_BITS[k] // 8) for k in WORD_BITS)

@@ -1,0 +1,250 @@
+"""A dataflow as the generated accelerator's *structure* (generation time: cluster levels, which
+dimension each level spreads across its units, the loop order, the buffers), and a layer as
+its *tiles* (run time: the tile of every dimension at every level, in output coordinates,
+written into configuration registers).  The RTL is built from a structure; the host driver
+writes the tiles; the schedule (:mod:`.walk`, :mod:`.fast`) reads both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..base import AccelgenError
+from ..dataflow.directives import Dataflow, SpatialMap, Sz
+from ..workload.layers import GEMM, Conv2D, Layer
+from ..workload.problem import problem_of
+from .rules import LOOP_DIMS, OUTPUT_DIMS, l1_words
+
+__all__ = ["HwStructure", "LayerTiles", "structure_of", "tiles_of", "structure_key"]
+
+_CONV_MAP = {"K": "K", "C": "C", "Y": "Y", "Y'": "Y", "X": "X", "X'": "X", "R": "R", "S": "S"}
+_GEMM_MAP = {"N": "K", "K": "C", "M": "Y"}
+
+@dataclass(frozen=True)
+class HwStructure:
+    """Generation-time shape of the array and its loop nest."""
+
+    num_pes: int
+    n0: int                                  # units of level 0 (clusters, or PEs if one level)
+    n1: int                                  # PEs per cluster (1 with a single level)
+    spatial: tuple[str, str | None]          # dimension spread across the units of each level
+    loops: tuple[tuple[int, str], ...]       # (level, dim), outermost first
+    noc_words_per_cycle: int                 # W: distribution bus width (words per cycle)
+    pe_tile_max: dict[str, int]              # largest PE tile per dim (K C Y X R S) and stride
+    max_stride: int
+    simd_lanes: int = 1                      # MAC lanes per PE, over consecutive filter positions
+
+    @property
+    def used_pes(self) -> int:
+        return self.n0 * self.n1
+
+    def mapped(self, level: int) -> set[str]:
+        return {d for lv, d in self.loops if lv == level}
+
+    @property
+    def reduction_spatial(self) -> tuple[bool, bool]:
+        """Whether each level's units share outputs (their spatial dim is a reduction dim)."""
+        return tuple(d is not None and d not in OUTPUT_DIMS for d in self.spatial)  # type: ignore[return-value]
+
+    def l1_words(self) -> dict[str, int]:
+        """Words of one PE's L1 per tensor for one tile (each is double-buffered)."""
+        return l1_words(self.pe_tile_max, self.max_stride)
+
+    def as_dict(self) -> dict:
+        return {"num_pes": self.num_pes, "clusters": self.n0, "pes_per_cluster": self.n1,
+                "spatial": list(self.spatial), "loops": [f"L{lv}:{d}" for lv, d in self.loops],
+                "noc_words_per_cycle": self.noc_words_per_cycle, "pe_tile_max": dict(self.pe_tile_max),
+                "max_stride": self.max_stride, "simd_lanes": self.simd_lanes, "l1_words": self.l1_words()}
+
+
+def structure_key(s: HwStructure) -> tuple:
+    return (s.num_pes, s.n0, s.n1, s.spatial, s.loops, s.noc_words_per_cycle,
+            tuple(sorted(s.pe_tile_max.items())), s.max_stride, s.simd_lanes)
+
+
+def _refuse(msg: str, where: str) -> AccelgenError:
+    return AccelgenError(f"hwgen cannot generate this dataflow: {msg}", where=where)
+
+
+def _dim_map(layer: Layer) -> dict[str, str]:
+    return _GEMM_MAP if isinstance(layer, GEMM) else _CONV_MAP
+
+
+def _check_layer(layer: Layer) -> None:
+    if isinstance(layer, Conv2D) and layer.depthwise:
+        raise AccelgenError("hwgen generates dense convolutions and GEMMs; depthwise layers are not "
+                            "generated yet (analyse them with --preset maestro)", where=f"layer {layer.name!r}")
+
+
+def structure_of(dataflow: Dataflow, layer: Layer, num_pes: int, *, noc_words_per_cycle: int = 1,
+                 max_filter: int = 3, max_stride: int = 2, simd_lanes: int = 1) -> HwStructure:
+    """The generation-time structure of ``dataflow`` (as rendered for ``layer``) on ``num_pes``."""
+    _check_layer(layer)
+    where = dataflow.name
+    levels = dataflow.levels()
+    if len(levels) > 2:
+        raise _refuse(f"{len(levels)} cluster levels; expected one or two", where)
+    dmap = _dim_map(layer)
+    loops: list[tuple[int, str]] = []
+    spatial: list[str | None] = [None, None]
+    tiles: dict[str, object] = {}
+    for lv, maps in enumerate(levels):
+        spat = [m for m in maps if isinstance(m, SpatialMap)]
+        if len(spat) != 1:
+            raise _refuse(f"level {lv} has {len(spat)} SpatialMaps; expected exactly one", where)
+        for m in maps:
+            if m.dim not in dmap:
+                raise _refuse(f"dimension {m.dim} (batch / groups) is not generated; the host runs "
+                              "batches one after another", where)
+            d = dmap[m.dim]
+            if d in ("R", "S"):
+                if isinstance(m, SpatialMap):
+                    raise _refuse(f"SpatialMap on {m.dim} splits filter windows across PEs "
+                                  "(row stationary); expected whole filters in every PE", where)
+                continue
+            if isinstance(m, SpatialMap):
+                spatial[lv] = d
+            loops.append((lv, d))
+            tiles[d] = m                      # the innermost level's map decides the PE tile
+    sizes = dataflow.cluster_sizes()
+    if sizes and not isinstance(sizes[0], int):
+        raise _refuse(f"cluster size {sizes[0]} must be a number at generation time", where)
+    n1 = int(sizes[0]) if sizes else 1
+    if n1 > num_pes:
+        raise _refuse(f"Cluster({n1}) needs more than the {num_pes} PEs", where)
+    n0 = num_pes // n1 if sizes else num_pes
+    for lv, d in enumerate(spatial):
+        if d is not None and lv == 1 and (0, d) in loops and spatial[0] == d:
+            raise _refuse(f"{d} is spread across both levels; expected each dimension spatial at one "
+                          "level", where)
+    if spatial[0] is not None and (1, spatial[0]) in loops:
+        # the inner level may only restate the cluster's tile (checked per layer): no loop
+        loops.remove((1, spatial[0]))
+    if isinstance(layer, GEMM):                 # a 1x1 convolution with one output column
+        max_filter, max_stride = 1, 1
+        tiles.setdefault("X", None)
+    tile_max: dict[str, int] = {"R": max_filter, "S": max_filter}
+    for d in LOOP_DIMS:
+        m = tiles.get(d, 0)
+        if m is None:
+            tile_max[d] = 1
+            continue
+        if m == 0:
+            tile_max[d] = -1                  # whole dimension: unbounded at generation time
+            continue
+        tile_max[d] = _max_tile(m, d, layer, max_filter, max_stride)
+        if tile_max[d] < 0:
+            raise _refuse(f"the PE tile of {m} grows with the layer; expected a fixed tile size "
+                          "at the innermost level", where)
+    unbounded = [d for d in LOOP_DIMS if tile_max[d] < 0]
+    if unbounded:
+        raise _refuse(f"dimension {unbounded[0]} is never mapped, so each PE would hold all of it; "
+                      "expected a map of every dimension", where)
+    return HwStructure(num_pes, n0, n1, (spatial[0], spatial[1]), tuple(loops),
+                       noc_words_per_cycle, tile_max, max_stride, simd_lanes)
+
+
+def _max_tile(m, d: str, layer: Layer, max_filter: int, max_stride: int) -> int:
+    """Largest output-coordinate tile the map ``m`` can give a PE over layers with filters up to
+    ``max_filter`` and strides up to ``max_stride`` (-1: depends on the layer's size)."""
+    size = m.size
+    if isinstance(layer, Conv2D) and m.dim in ("Y", "X"):
+        filt = "R" if m.dim == "Y" else "S"
+        if isinstance(size, Sz):
+            return 1 if size.dim == filt else -1
+        return max((size + st - f) // st for f in range(1, min(max_filter, size) + 1)
+                   for st in range(1, max_stride + 1))
+    return size if isinstance(size, int) else -1
+
+
+@dataclass(frozen=True)
+class LayerTiles:
+    """Run-time configuration of one layer: sizes, stride and the tile of each dim per level."""
+
+    dims: dict[str, int]            # K C Y X (outputs) R S
+    stride: int                     # effective stride of the (row-compacted) input
+    in_rows: int                    # input rows / columns as laid out in L2
+    in_cols: int
+    t0: dict[str, int]              # level-0 tile per loop dim (whole dim if unmapped)
+    t1: dict[str, int]              # level-1 (PE) tile per loop dim
+    repeat: int                     # groups / batch: the host runs the layer this many times
+
+    def as_dict(self) -> dict:
+        return {"dims": dict(self.dims), "stride": self.stride, "in_rows": self.in_rows,
+                "in_cols": self.in_cols, "t0": dict(self.t0), "t1": dict(self.t1), "repeat": self.repeat}
+
+
+def _hw_dims(layer: Layer) -> tuple[dict[str, int], int, int, int, int]:
+    if isinstance(layer, GEMM):
+        return {"K": layer.N, "C": layer.K, "Y": layer.M, "X": 1, "R": 1, "S": 1}, 1, layer.M, 1, layer.batch
+    p = problem_of(layer)
+    st = p.strides["Y"]
+    d = p.dims
+    return ({"K": d["K"], "C": d["C"], "Y": d["Y'"], "X": d["X'"], "R": d["R"], "S": d["S"]},
+            st, d["Y"], d["X"], p.repeat * d.get("N", 1))
+
+
+def tiles_of(structure: HwStructure, dataflow: Dataflow, layer: Layer) -> LayerTiles:
+    """The run-time tiles of ``layer`` under ``dataflow`` (rendered for it), checked against the
+    generated ``structure`` and its buffers: a layer that does not fit is refused here, by the
+    host, with the reason."""
+    _check_layer(layer)
+    where = f"layer {layer.name!r}"
+    dims, st, in_rows, in_cols, repeat = _hw_dims(layer)
+    if isinstance(layer, Conv2D):
+        p = problem_of(layer)
+        resolved = dataflow.resolve(p.dims, kind=p.kind, allowed=p.allowed_dims)
+    else:
+        resolved = dataflow.resolve(layer.dims(), kind="gemm", allowed=("M", "N", "K"))
+    dmap = _dim_map(layer)
+    t0: dict[str, int] = {}
+    t1: dict[str, int] = {}
+    for lv, maps in enumerate(resolved.levels()):
+        for m in maps:
+            d = dmap.get(m.dim)
+            if d is None:
+                raise AccelgenError(f"dimension {m.dim} is not generated", where=where)
+            size, ofs = int(m.size), int(m.offset)
+            if d in ("R", "S"):
+                if size < dims[d]:
+                    raise AccelgenError(f"{m} splits the {dims[d]}-wide filter; the generated PEs hold "
+                                        "whole filters", where=where)
+                continue
+            if isinstance(layer, Conv2D) and m.dim in ("Y", "X"):
+                filt = dims["R" if m.dim == "Y" else "S"]
+                if size < filt:
+                    raise AccelgenError(f"{m} is narrower than the filter ({filt})", where=where)
+                rows = (size + st - filt) // st
+                if ofs != size - filt + 1:
+                    raise AccelgenError(f"{m}: windows must advance by the outputs they produce "
+                                        f"(offset {size - filt + 1})", where=where)
+                size = ofs = rows
+            if ofs != size:
+                raise AccelgenError(f"{m}: offset must equal size (tiles side by side)", where=where)
+            (t0 if lv == 0 else t1)[d] = min(size, dims[d])
+    for d in LOOP_DIMS:
+        t0.setdefault(d, dims[d])
+        t1.setdefault(d, t0[d])
+        t1[d] = min(t1[d], t0[d])
+    if structure.spatial[0] is not None and t1[structure.spatial[0]] != t0[structure.spatial[0]]:
+        d = structure.spatial[0]
+        raise AccelgenError(f"{d} is spread across clusters in tiles of {t0[d]} and split again into "
+                            f"{t1[d]} inside them; expected the inner level to keep the cluster's tile",
+                            where=where)
+    got = structure_of(dataflow, layer, structure.num_pes, noc_words_per_cycle=structure.noc_words_per_cycle,
+                       max_filter=structure.pe_tile_max["R"], max_stride=structure.max_stride,
+                       simd_lanes=structure.simd_lanes)
+    if (got.n0, got.n1, got.spatial, got.loops) != (structure.n0, structure.n1, structure.spatial,
+                                                    structure.loops):
+        raise AccelgenError(f"the dataflow for this layer has another shape ({' '.join(got.as_dict()['loops'])}) "
+                            f"than the generated one ({' '.join(structure.as_dict()['loops'])})", where=where)
+    limits = dict(structure.pe_tile_max)
+    for d in LOOP_DIMS:
+        if t1[d] > limits[d]:
+            raise AccelgenError(f"PE tile of {d} is {t1[d]}, the generated L1 holds {limits[d]}", where=where)
+    for d in ("R", "S"):
+        if dims[d] > limits[d]:
+            raise AccelgenError(f"filter {d}={dims[d]} exceeds the generated maximum {limits[d]}", where=where)
+    if st > structure.max_stride:
+        raise AccelgenError(f"stride {st} exceeds the generated maximum {structure.max_stride}", where=where)
+    return LayerTiles(dims, st, in_rows, in_cols, t0, t1, repeat)

@@ -1,0 +1,220 @@
+"""The schedule of the generated accelerator, step by step: the reference.
+
+The loop nest is walked as an odometer over the structure's loops; in each step every PE holds
+a tile of each tensor, and each engine (load, compute, drain) has a cost.  Slot ``k`` loads step
+``k``, computes step ``k-1`` and drains step ``k-2``, and lasts the controller's cycle plus the
+longest of the three (``docs/timing.md``).  :mod:`.fast` evaluates the same schedule with numpy
+and is tested equal to this walk.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterator
+
+from .rules import (
+    LOOP_DIMS,
+    OUTPUT_DIMS,
+    TENSOR_LOOP_DIMS,
+    TIMING,
+    TimingConstants,
+    bounding_engine,
+    check_timing,
+    input_span,
+)
+from .structure import HwStructure, LayerTiles
+
+__all__ = ["Step", "steps", "step_costs", "schedule_summary", "reference_summary"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """Where the loop nest stands: per loop dim, the level-0 base and the level-1 offset
+    relative to it (unit 0 of every level starts at ``b0 + r1``)."""
+
+    b0: tuple[int, int, int, int]
+    r1: tuple[int, int, int, int]
+
+
+def _loop_params(s: HwStructure, t: LayerTiles):
+    out = []
+    for lv, d in s.loops:
+        tile = t.t0[d] if lv == 0 else t.t1[d]
+        n = (s.n0 if lv == 0 else s.n1) if s.spatial[lv] == d else 1
+        out.append((lv, LOOP_DIMS.index(d), tile * n))
+    return out
+
+
+def steps(s: HwStructure, t: LayerTiles) -> Iterator[Step]:
+    """The steps in order: an odometer over the loops, inner levels inside the cluster-0 tile."""
+    params = _loop_params(s, t)
+    dims = [t.dims[d] for d in LOOP_DIMS]
+    t0 = [t.t0[d] for d in LOOP_DIMS]
+    b0 = [0, 0, 0, 0]
+    r1 = [0, 0, 0, 0]
+    n = len(params)
+    while True:
+        yield Step(tuple(b0), tuple(r1))      # type: ignore[arg-type]
+        i = n - 1
+        while i >= 0:
+            lv, di, stride = params[i]
+            if lv == 0:
+                if b0[di] + stride < dims[di]:
+                    b0[di] += stride
+                    break
+                b0[di] = 0
+            else:
+                if r1[di] + stride < min(t0[di], dims[di] - b0[di]):
+                    r1[di] += stride
+                    break
+                r1[di] = 0
+            i -= 1
+        if i < 0:
+            return
+
+
+def _extent(s: HwStructure, t: LayerTiles, step: Step, di: int, unit: tuple[int, int]) -> tuple[int, int]:
+    """(start, extent) of loop dim ``di`` for the PE at (cluster, unit)."""
+    d = LOOP_DIMS[di]
+    D, t0, t1 = t.dims[d], t.t0[d], t.t1[d]
+    base = step.b0[di] + (unit[0] * t0 if s.spatial[0] == d else 0)
+    start = base + step.r1[di] + (unit[1] * t1 if s.spatial[1] == d else 0)
+    end = min(start + t1, base + t0, D)
+    return start, max(0, end - start)
+
+
+def _union(s: HwStructure, t: LayerTiles, step: Step, di: int) -> tuple[int, int]:
+    """(start, extent) of the union over all PEs of loop dim ``di``."""
+    d = LOOP_DIMS[di]
+    D, t0, t1 = t.dims[d], t.t0[d], t.t1[d]
+    start = step.b0[di] + step.r1[di]
+    if s.spatial[0] == d:
+        end = min(step.b0[di] + s.n0 * t0, D)
+    elif s.spatial[1] == d:
+        end = min(start + s.n1 * t1, step.b0[di] + t0, D)
+    else:
+        end = min(start + t1, step.b0[di] + t0, D)
+    return start, end - start
+
+
+def _boxes(s: HwStructure, t: LayerTiles, step: Step) -> dict[str, tuple[int, int]]:
+    """Rows and run length of each input tensor's union box (L2 layouts ``C,Y,X`` and
+    ``K,C,R,S``: a row is a run along the last dimension)."""
+    _, k = _union(s, t, step, 0)
+    _, c = _union(s, t, step, 1)
+    _, y = _union(s, t, step, 2)
+    _, x = _union(s, t, step, 3)
+    rows = input_span(y, t.stride, t.dims["R"])
+    cols = input_span(x, t.stride, t.dims["S"])
+    return {"input": (c * rows, cols), "weight": (k * c * t.dims["R"], t.dims["S"])}
+
+
+def _keys(step: Step) -> dict[str, tuple]:
+    def pick(dims):
+        return tuple((step.b0[LOOP_DIMS.index(d)], step.r1[LOOP_DIMS.index(d)]) for d in dims)
+    return {name: pick(dims) for name, dims in TENSOR_LOOP_DIMS.items()}
+
+
+def _groups(s: HwStructure, t: LayerTiles, step: Step) -> list[tuple[int, int]]:
+    """The PEs that represent each output group with a non-empty tile (unit 0 of a reduction level)."""
+    red = s.reduction_spatial
+    out = []
+    for u0 in range(1 if red[0] or s.spatial[0] is None else s.n0):
+        for u1 in range(1 if red[1] or s.spatial[1] is None else s.n1):
+            if all(_extent(s, t, step, di, (u0, u1))[1] > 0 for di in range(4)):
+                out.append((u0, u1))
+    return out
+
+
+def step_costs(s: HwStructure, t: LayerTiles, step: Step, loaded: tuple[str, ...],
+               timing: TimingConstants = TIMING) -> dict[str, int]:
+    """Busy cycles of each engine for one step: ``load`` (bringing in its tiles of the tensors in
+    ``loaded``), ``compute`` and ``drain`` (its finished outputs, if it ends an output tile)."""
+    w = s.noc_words_per_cycle
+    boxes = _boxes(s, t, step)
+    issue = sum(rows * -(-run // w) for name, (rows, run) in boxes.items() if name in loaded)
+    load = issue + timing.load_latency_cycles if loaded else 0
+    ext = [_extent(s, t, step, di, (0, 0))[1] for di in range(4)]
+    window = -(-(t.dims["R"] * t.dims["S"]) // s.simd_lanes)     # lanes share one filter window
+    compute = math.prod(ext) * window + timing.compute_latency_cycles
+    words = 0
+    for g in _groups(s, t, step):
+        words += math.prod(_extent(s, t, step, LOOP_DIMS.index(d), g)[1] for d in OUTPUT_DIMS)
+    drain = -(-words // timing.drain_words_per_cycle) + timing.drain_latency_cycles
+    return {"load": load, "compute": compute, "drain": drain}
+
+
+def schedule_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING) -> dict:
+    """Walk the steps and return the exact cycle count of one run and per-engine totals."""
+    check_timing(timing)
+    seq = list(steps(s, t))
+    n = len(seq)
+    keys = [_keys(st) for st in seq]
+    loads, computes, drains = [], [], []
+    for i, st in enumerate(seq):
+        loaded = tuple(name for name in ("input", "weight")
+                       if i == 0 or keys[i][name] != keys[i - 1][name])
+        ends = i == n - 1 or keys[i + 1]["output"] != keys[i]["output"]
+        c = step_costs(s, t, st, loaded, timing)
+        loads.append(c["load"])
+        computes.append(c["compute"])
+        drains.append(c["drain"] if ends else 0)
+    total = 0
+    bound = {"load": 0, "compute": 0, "drain": 0}
+    for k in range(n + 2):
+        parts = {"load": loads[k] if k < n else 0,
+                 "compute": computes[k - 1] if 1 <= k <= n else 0,
+                 "drain": drains[k - 2] if 2 <= k <= n + 1 else 0}
+        if k == n + 1 and parts["drain"] == 0:
+            continue
+        longest = max(parts.values())
+        total += timing.slot_overhead_cycles + longest
+        if 1 <= k <= n:
+            bound[bounding_engine(parts)] += 1
+    total += timing.finish_cycles
+    return {"cycles": total, "steps": n, "load_cycles": sum(loads), "compute_cycles": sum(computes),
+            "drain_cycles": sum(drains), "bound_slots": bound}
+
+
+def reference_summary(s: HwStructure, t: LayerTiles) -> dict:
+    """The step-by-step walk (slow; the reference :func:`fast_summary` is tested against)."""
+    summary = schedule_summary(s, t)
+    summary.update(_traffic(s, t))
+    return summary
+
+
+def _traffic(s: HwStructure, t: LayerTiles) -> dict:
+    """Words moved per tensor: L2 reads (one per NoC word), L1 writes (captures), L1 reads (two
+    operands and a partial sum per MAC), L2 output read-modify-writes (one per drained word)."""
+    l2r = {"input": 0, "weight": 0, "output": 0}
+    l1w = {"input": 0, "weight": 0, "output": 0}
+    drained = 0
+    macs = 0
+    seq = list(steps(s, t))
+    keys = [_keys(x) for x in seq]
+    R, S, st = t.dims["R"], t.dims["S"], t.stride
+    pes = [(u0, u1) for u0 in range(s.n0) for u1 in range(s.n1)]
+    for i, step in enumerate(seq):
+        boxes = _boxes(s, t, step)
+        for name in ("input", "weight"):
+            if i == 0 or keys[i][name] != keys[i - 1][name]:
+                rows, run = boxes[name]
+                l2r[name] += rows * run
+                for pe in pes:
+                    k, c, y, x = (_extent(s, t, step, di, pe)[1] for di in range(4))
+                    if name == "input":
+                        l1w[name] += c * input_span(y, st, R) * input_span(x, st, S) if y and x and c else 0
+                    else:
+                        l1w[name] += k * c * R * S
+        for pe in pes:
+            macs += math.prod(_extent(s, t, step, di, pe)[1] for di in range(4)) * R * S
+        if i == len(seq) - 1 or keys[i + 1]["output"] != keys[i]["output"]:
+            for g in _groups(s, t, step):
+                drained += math.prod(_extent(s, t, step, di, g)[1] for di in (0, 2, 3))
+    l1w["output"] = macs
+    l1r = {"input": macs, "weight": macs, "output": macs + drained}
+    l2w = {"input": 0, "weight": 0, "output": drained}
+    l2r["output"] = drained
+    return {"l2_reads": l2r, "l2_writes": l2w, "l1_reads": l1r, "l1_writes": l1w, "step_macs": macs,
+            "drained_words": drained}

@@ -1,0 +1,96 @@
+"""The analysed problem of a layer: its loop dimensions, the tensors each dimension indexes, and
+which input dimensions slide over which filter dimensions.
+
+This is the one place that knows how a convolution or a GEMM becomes loops and tensors; the
+analysis itself is generic over it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .layers import GEMM, Conv2D, Layer
+
+__all__ = ["Tensor", "Problem", "problem_of", "CONV_TENSOR_DIMS"]
+
+#: Which dimensions index which tensor of a dense convolution (``Y``/``X``: rows and columns of
+#: the tensor itself, so the input's are input coordinates and the output's output coordinates).
+CONV_TENSOR_DIMS: dict[str, tuple[str, ...]] = {
+    "input": ("C", "Y", "X"), "weight": ("K", "C", "R", "S"), "output": ("K", "Y", "X")}
+
+
+@dataclass(frozen=True)
+class Tensor:
+    name: str                 # "input", "weight" or "output"
+    dims: tuple[str, ...]     # dimensions that index it (input coordinates for convolutions)
+    is_output: bool = False
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Loop dims (``Y``/``X`` in input coordinates plus the derived output ``Y'``/``X'``),
+    tensors, and overlaps ``{reference dim: sliding dim}`` (``Y`` slides over ``R``)."""
+
+    kind: str                           # "conv2d" or "gemm"
+    layer_type: str                     # MAESTRO's: CONV, DSCONV, GEMM
+    dims: dict[str, int]
+    tensors: tuple[Tensor, ...]
+    overlaps: dict[str, str]
+    strides: dict[str, int] = field(default_factory=dict)   # per reference dim, e.g. {"Y": 2}
+    allowed_dims: tuple[str, ...] = ()
+    repeat: int = 1                     # how many times the analysed problem runs for the layer
+
+    @property
+    def inputs(self) -> tuple[Tensor, ...]:
+        return tuple(t for t in self.tensors if not t.is_output)
+
+    @property
+    def output(self) -> Tensor:
+        return next(t for t in self.tensors if t.is_output)
+
+    def input_vars(self) -> list[str]:
+        """Every dimension some input tensor is indexed by, sorted (MAESTRO's order for the
+        directives it adds for unmentioned dimensions)."""
+        return sorted({d for t in self.inputs for d in t.dims})
+
+
+def problem_of(layer: Layer, *, with_batch: bool = False) -> Problem:
+    """The analysed problem of one layer: one group of a grouped convolution, and one batch item
+    of a batched GEMM unless ``with_batch`` (the dataflow maps the batch ``B``); ``repeat`` says
+    how many times it runs.  For convolutions ``with_batch`` keeps a batch ``N`` of size 1 (a
+    dataflow that names ``N``); a batch larger than 1 is always analysed."""
+    dims = layer.dims()
+    if isinstance(layer, GEMM):
+        b = ("B",) if with_batch else ()
+        tensors = (Tensor("input", b + ("M", "K")), Tensor("weight", b + ("K", "N")),
+                   Tensor("output", b + ("M", "N"), is_output=True))
+        if with_batch:
+            dims = {"B": layer.batch, **dims}
+        return Problem("gemm", "GEMM", dict(dims), tensors, {}, {}, ("B", "M", "N", "K"),
+                       1 if with_batch else layer.batch)
+    assert isinstance(layer, Conv2D)
+    batch = with_batch or dims["N"] > 1
+    n = ("N",) if batch else ()
+    if not batch:
+        dims = {k: v for k, v in dims.items() if k != "N"}
+    if layer.depthwise:
+        tensors = (Tensor("input", n + ("C", "Y", "X")), Tensor("weight", ("C", "R", "S")),
+                   Tensor("output", n + ("C", "Y", "X"), is_output=True))
+    else:
+        tensors = (Tensor("input", n + CONV_TENSOR_DIMS["input"]), Tensor("weight", CONV_TENSOR_DIMS["weight"]),
+                   Tensor("output", n + CONV_TENSOR_DIMS["output"], is_output=True))
+    full = dict(dims)
+    strides = {}
+    for ref, filt, out in (("Y", "R", layer.Yo), ("X", "S", layer.Xo)):
+        if layer.stride > dims[filt]:
+            # Windows further apart than they are wide never touch the rows between them:
+            # analyse only the rows some window reads, back to back (stride = filter size).
+            full[ref] = out * dims[filt]
+            strides[ref] = dims[filt]
+        else:
+            full[ref] = dims[ref]
+            strides[ref] = layer.stride
+        full[ref + "'"] = out
+    allowed = ("N", "K", "C", "Y", "X", "R", "S", "Y'", "X'")
+    return Problem("conv2d", layer.layer_type, full, tensors, {"Y": "R", "X": "S"}, strides, allowed,
+                   layer.repeat)

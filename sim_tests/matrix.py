@@ -1,0 +1,115 @@
+"""The RTL test matrix, read from ``cases.yaml``: every dataflow x its layer shapes x the
+arrays, plus random shapes, plus the efficiency cases of ``make validate-rtl``.
+
+One case set serves three models: numpy (numerics), the ``hwgen`` preset (cycles) and the RTL
+on Icarus and Verilator (both)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from costmodel.base import AccelgenError, load_yaml, read_text
+from costmodel.dataflow.spec import DataflowSpec, dataflow_from_spec, resolve_dataflow
+from costmodel.hardware import Hardware, NoCLevel, builtin_hardware
+from costmodel.hwgen_preset.fast import hwgen_cycles
+from costmodel.hwgen_preset.preset import hwgen_structure, l2_split
+from costmodel.hwgen_preset.structure import tiles_of
+from costmodel.workload import Layer, parse_layer_spec
+
+__all__ = ["CASES_FILE", "ARRAYS", "DATAFLOWS", "EFFICIENCY", "RANDOM_PER_CASE", "array", "dataflow_spec",
+           "layers", "random_layers", "run_case"]
+
+CASES_FILE = Path(__file__).resolve().parent / "cases.yaml"
+
+
+@lru_cache(maxsize=1)
+def _cases() -> dict[str, Any]:
+    data = load_yaml(read_text(CASES_FILE, "an RTL case table"), str(CASES_FILE), empty="the RTL case table")
+    shapes = data["shapes"]
+    for name, entry in data["dataflows"].items():
+        for key in ("shapes", "random"):
+            if entry[key] not in shapes:
+                raise AccelgenError(f"dataflows.{name}.{key} is {entry[key]!r}; expected one of "
+                                    f"{', '.join(shapes)}", where=str(CASES_FILE))
+    return data
+
+
+ARRAYS: tuple[str, ...] = tuple(_cases()["matrix_arrays"])
+DATAFLOWS: dict[str, tuple[str, ...]] = {
+    name: tuple(_cases()["shapes"][entry["shapes"]]) for name, entry in _cases()["dataflows"].items()}
+EFFICIENCY: tuple[tuple[str, str, str], ...] = tuple(
+    (e["dataflow"], e["array"], e["layer"]) for e in _cases()["efficiency"])
+RANDOM_PER_CASE: int = int(_cases()["random_shapes_per_case"])
+
+
+def dataflow_spec(name: str) -> DataflowSpec:
+    """A library name, or a built-in dataflow file by name."""
+    return dataflow_from_spec(name)
+
+
+def array(name: str) -> Hardware:
+    """An array of ``cases.yaml``: its built-in base with the listed fields replaced."""
+    spec = dict(_cases()["arrays"][name])
+    hw = builtin_hardware(spec.pop("base"))
+    if "noc" in spec:
+        spec["noc"] = tuple(NoCLevel(**level) for level in spec["noc"])
+    return replace(hw, name=name, **spec)
+
+
+def layers(dataflow: str) -> list[Layer]:
+    return [parse_layer_spec(spec, name=f"L{i}") for i, spec in enumerate(DATAFLOWS[dataflow])]
+
+
+def random_layers(dataflow: str, seed: int, count: int) -> list[Layer]:
+    """Random shapes within the generated buffers (filters up to 3x3, stride up to 2)."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    family = _cases()["dataflows"][dataflow]["random"]
+    out = []
+    for i in range(count):
+        if family == "gemm":
+            spec = f"gemm:M={rng.integers(1, 10)},N={rng.integers(1, 10)},K={rng.integers(1, 20)}"
+        else:
+            r = 3 if family == "conv3x3" else int(rng.choice([1, 3]))
+            stride = int(rng.integers(1, 3))
+            pad = int(rng.integers(0, 2)) if r == 3 else 0
+            y, x = (int(rng.integers(max(r, 2), 9)) for _ in range(2))
+            spec = (f"conv2d:K={rng.integers(1, 8)},C={rng.integers(1, 12)},Y={y},X={x},R={r},S={r},"
+                    f"stride={stride},pad={pad}")
+        out.append(parse_layer_spec(spec, name=f"R{i}"))
+    return out
+
+
+def run_case(dataflow: str, array_name: str, sim: str, extra=()) -> list[dict]:
+    """Run the dataflow's layers (and ``extra`` ones) on one generated design in ``sim``.
+    Returns one row per layer: shape, predicted and measured cycles, bit-exactness, utilisation."""
+    from .driver import make_job, random_operands
+    from .runner import run_jobs, timeout_cycles
+
+    hw = array(array_name)
+    todo = list(layers(dataflow)) + list(extra)
+    spec = dataflow_spec(dataflow)
+    structure = hwgen_structure(resolve_dataflow(spec, todo[0], hw), todo[0], hw)
+    l2 = l2_split(hw)
+    jobs, meta = [], {}
+    for i, layer in enumerate(todo):
+        df = resolve_dataflow(spec, layer, hw)
+        tiles = tiles_of(structure, df, layer)
+        a, b = random_operands(layer, seed=i)
+        job = make_job(structure, tiles, layer, a, b, l2)
+        predicted = hwgen_cycles(structure, tiles)
+        jobs.append((layer.name, job, timeout_cycles(predicted)))
+        meta[layer.name] = (layer, predicted, job.expected)
+    rows = []
+    for result in run_jobs(structure, l2, jobs, sim):
+        layer, predicted, expected = meta[result["name"]]
+        measured = result["measured_cycles"]
+        rows.append({"dataflow": dataflow, "array": array_name, "pes": hw.num_pes,
+                     "noc_words_per_cycle": structure.noc_words_per_cycle, "sim": sim,
+                     "layer": layer.describe(), "predicted_cycles": predicted, "measured_cycles": measured,
+                     "difference": measured - predicted, "bit_exact": result["outputs"] == expected,
+                     "rtl_utilization": layer.macs / (hw.num_pes * hw.simd_lanes * measured) if measured > 0 else 0.0})
+    return rows
