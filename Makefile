@@ -43,7 +43,7 @@ bench: $(VENV_STAMP)
 	$(WITH_ENV) $(PY) bench/run.py
 
 validate-maestro: $(VENV_STAMP)
-	$(WITH_ENV) $(PY) -m costmodel.validate_maestro
+	$(WITH_ENV) $(PY) -m costmodel.maestro.validate
 
 validate-rtl: $(VENV_STAMP) $(TOOLS_STAMP)
 	$(WITH_ENV) $(PY) -m sim_tests.validate

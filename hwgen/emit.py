@@ -16,6 +16,7 @@ from costmodel.dataflow import Dataflow
 from costmodel.hardware import Hardware, hardware_to_dict
 from costmodel.hwgen_preset.fast import hwgen_cycles
 from costmodel.hwgen_preset.preset import hwgen_structure, l2_split
+from costmodel.hwgen_preset.rules import host_offset_bits
 from costmodel.hwgen_preset.structure import HwStructure, structure_key, tiles_of
 from costmodel.workload import Layer
 
@@ -62,6 +63,7 @@ def emit_design(hw: Hardware, dataflow_for: Callable[[Layer], Dataflow], layers:
     df = dataflow_for(first)
     structure = hwgen_structure(df, first, hw, fit=layers)
     l2 = l2_split(hw)
+    offset_bits = host_offset_bits(l2)
     predicted = []
     for layer in layers:
         try:
@@ -79,9 +81,10 @@ def emit_design(hw: Hardware, dataflow_for: Callable[[Layer], Dataflow], layers:
         manifest = {
             "design": design_id(structure, l2), "top": TOP, "dataflow": str(df),
             "hardware": hardware_to_dict(hw), "structure": structure.as_dict(), "l2_words": l2,
-            "ports": {"clk": 1, "rst": 1, "bus_addr": 24, "bus_wdata": 32, "bus_we": 1, "bus_re": 1,
-                      "bus_rdata": 32, "busy": 1, "done": 1},
-            "bus": {"regions": REGION, "ctrl": CTRL, "config_registers": list(CONFIG_REGS)},
+            "ports": {"clk": 1, "rst": 1, "bus_addr": offset_bits + 4, "bus_wdata": 32, "bus_we": 1,
+                      "bus_re": 1, "bus_rdata": 32, "busy": 1, "done": 1},
+            "bus": {"offset_bits": offset_bits, "regions": REGION, "ctrl": CTRL,
+                    "config_registers": list(CONFIG_REGS)},
             "timing": "docs/timing.md", "verilator_lint_waivers": list(LINT_WAIVERS), "layers": predicted,
         }
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")

@@ -12,6 +12,8 @@ from amaranth.hdl import Array, Const, Module, Mux, Signal, Value, signed, unsig
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from costmodel.hwgen_preset.rules import input_span, l1_words
+
 __all__ = ["PE", "wire"]
 
 COORD = 16          # bits of a coordinate or extent
@@ -35,11 +37,9 @@ class PE(wiring.Component):
         self.lanes = lanes          # NoC words per cycle
         self.simd = simd            # MAC lanes: consecutive filter positions r*S+s of one window
         t = self.tile
-        self.in_rows = (t["Y"] - 1) * max_stride + t["R"]
-        self.in_cols = (t["X"] - 1) * max_stride + t["S"]
-        self.words = {"input": t["C"] * self.in_rows * self.in_cols,
-                      "weight": t["K"] * t["C"] * t["R"] * t["S"],
-                      "output": t["K"] * t["Y"] * t["X"]}
+        self.in_rows = input_span(t["Y"], max_stride, t["R"])
+        self.in_cols = input_span(t["X"], max_stride, t["S"])
+        self.words = l1_words(t, max_stride)
         c = COORD
         super().__init__({
             # -- load: the NoC's lanes and this PE's tile of the step being loaded
@@ -57,7 +57,7 @@ class PE(wiring.Component):
             "mac_k": In(c), "mac_c": In(c), "mac_y": In(c), "mac_x": In(c),
             "mac_f": In(c),                             # first filter position r*S+s of the lanes
             "filt_s": In(c), "filt_rs": In(c),          # S and R*S of the layer
-            "stride": In(2),
+            "stride": In(max(1, max_stride.bit_length())),
             "cp_bank_in": In(1), "cp_bank_w": In(1), "cp_bank_ps": In(1),
             "cp_kn": In(c), "cp_cn": In(c), "cp_yn": In(c), "cp_xn": In(c),   # this PE's extents
             # -- drain

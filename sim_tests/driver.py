@@ -1,7 +1,8 @@
 """The host side of the generated accelerator: L2 layouts, configuration registers and the
 numpy reference.  Simulator drivers (``sim_tests/tb_accel.py``) and ``accelgen verify`` use it.
 
-Host interface (see ``docs/timing.md``): one word bus, ``bus_addr[20:24]`` selects a region.
+Host interface (see ``docs/timing.md``): one word bus, ``bus_addr[n:n+4]`` selects a region
+(``n = host_offset_bits(l2_words)``, 20 unless an L2 region holds more than 2**20 words).
 
 ========  =======================================================================
 region    contents
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from costmodel.base import AccelgenError
+from costmodel.hwgen_preset.rules import host_offset_bits
 from costmodel.hwgen_preset.structure import HwStructure, LayerTiles
 from costmodel.workload.layers import GEMM, Conv2D, Layer
 from hwgen.accelerator import CONFIG_REGS, CTRL, REGION
@@ -32,8 +34,10 @@ from hwgen.accelerator import CONFIG_REGS, CTRL, REGION
 __all__ = ["Job", "make_job", "reference_output", "random_operands", "bus_address"]
 
 
-def bus_address(region: str, offset: int) -> int:
-    return (REGION[region] << 20) | offset
+def bus_address(region: str, offset: int, offset_bits: int = 20) -> int:
+    """The bus address of word ``offset`` of ``region`` on a design whose word offsets have
+    ``offset_bits`` bits (:func:`costmodel.hwgen_preset.rules.host_offset_bits`)."""
+    return (REGION[region] << offset_bits) | offset
 
 
 @dataclass
@@ -45,20 +49,24 @@ class Job:
     weight_words: list[int]
     output_words: int
     expected: list[int]             # int32, L2 layout
+    offset_bits: int = 20           # of the design's host bus
+
+    def address(self, region: str, offset: int) -> int:
+        return bus_address(region, offset, self.offset_bits)
 
     def writes(self) -> list[tuple[int, int]]:
         """(bus address, value) in order: configuration, L2 input, L2 weight, cleared outputs."""
-        out = [(bus_address("ctrl", CTRL["config"] + i), self.config[name])
+        out = [(self.address("ctrl", CTRL["config"] + i), self.config[name])
                for i, name in enumerate(CONFIG_REGS)]
-        out += [(bus_address("input", i), v & 0xFF) for i, v in enumerate(self.input_words)]
-        out += [(bus_address("weight", i), v & 0xFF) for i, v in enumerate(self.weight_words)]
-        out += [(bus_address("output", i), 0) for i in range(self.output_words)]
+        out += [(self.address("input", i), v & 0xFF) for i, v in enumerate(self.input_words)]
+        out += [(self.address("weight", i), v & 0xFF) for i, v in enumerate(self.weight_words)]
+        out += [(self.address("output", i), 0) for i in range(self.output_words)]
         return out
 
     def as_dict(self) -> dict:
         return {"writes": self.writes(), "output_words": self.output_words, "expected": self.expected,
-                "start": bus_address("ctrl", CTRL["start"]), "cycles": bus_address("ctrl", CTRL["cycles"]),
-                "output_base": bus_address("output", 0)}
+                "start": self.address("ctrl", CTRL["start"]), "cycles": self.address("ctrl", CTRL["cycles"]),
+                "output_base": self.address("output", 0)}
 
 
 def random_operands(layer: Layer, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -130,4 +138,4 @@ def make_job(structure: HwStructure, tiles: LayerTiles, layer: Layer, a: np.ndar
         config[f"t0_{dim}"] = tiles.t0[dim]
         config[f"t1_{dim}"] = tiles.t1[dim]
     return Job(config, [int(v) for v in xin.reshape(-1)], [int(v) for v in w.reshape(-1)],
-               int(expected.size), [int(v) for v in expected])
+               int(expected.size), [int(v) for v in expected], host_offset_bits(l2_words))

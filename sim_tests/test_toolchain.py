@@ -46,7 +46,7 @@ def test_toolchain_mac(sim: str) -> None:
         always=True,
     )
     results = runner.test(
-        test_module="tb_toolchain",
+        test_module="sim_tests.tb_toolchain",
         hdl_toplevel="mac8",
         build_dir=build_dir,
         test_dir=build_dir,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,11 +20,12 @@ from costmodel.analysis import analyze_layer, resolve_dataflow
 from costmodel.dataflow.library import library_dataflow
 from costmodel.hardware.hardware import NoCLevel, builtin_hardware
 from costmodel.hwgen_preset.fast import hwgen_cycles
-from costmodel.hwgen_preset.preset import hwgen_layer, hwgen_structure
-from costmodel.hwgen_preset.rules import LOOP_DIMS
+from costmodel.hwgen_preset.preset import hwgen_layer, hwgen_structure, l2_split
+from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, host_offset_bits
 from costmodel.hwgen_preset.structure import structure_of, tiles_of
-from costmodel.hwgen_preset.walk import _extent, steps
+from costmodel.hwgen_preset.walk import _extent, reference_summary, steps
 from costmodel.workload.layers import GEMM, Conv2D
+from costmodel.workload.yaml_io import parse_layer_spec
 from sim_tests.driver import make_job, random_operands, reference_output
 from sim_tests.matrix import ARRAYS, DATAFLOWS, array, dataflow_spec, layers
 
@@ -89,19 +91,46 @@ def test_reference_output_is_numpy_convolution():
     assert out[1, 1, 2] == int((b[1] * xp[:, 2:5, 4:7]).sum())
 
 
+GOLDEN = yaml.safe_load((Path(__file__).parent / "data" / "hwgen_golden.yaml").read_text())
+
+
+@pytest.mark.parametrize("case", GOLDEN, ids=[f"{c['dataflow']}-{c['array']}-{c['layer']}" for c in GOLDEN])
+def test_preset_predicts_the_cycles_measured_on_the_rtl(case):
+    """Golden figures measured in simulation: the preset, the vectorised schedule and the step
+    walk all give them."""
+    hw = array(case["array"])
+    layer = parse_layer_spec(case["layer"], name="golden")
+    r = analyze_layer(layer, dataflow_spec(case["dataflow"]), hw, preset="hwgen")
+    df = resolve_dataflow(dataflow_spec(case["dataflow"]), layer, hw)
+    s, t, _ = hwgen_layer(df, layer, hw)
+    assert r.runtime_cycles == case["cycles"]
+    assert reference_summary(s, t)["cycles"] == case["cycles"]
+
+
 def test_preset_is_the_schedule():
     layer = Conv2D("c", K=8, C=4, Y=6, X=6, R=3, S=3)
     r = analyze_layer(layer, "kcp", TINY, preset="hwgen")
     df = resolve_dataflow("kcp", layer, TINY)
     s, t, f = hwgen_layer(df, layer, TINY)
-    assert r.runtime_cycles == hwgen_cycles(s, t) == f["cycles"]
-    assert r.step_macs == r.macs == layer.macs               # every MAC once
+    walk = reference_summary(s, t)                             # the step-by-step reference
+    assert r.runtime_cycles == walk["cycles"] and f["cycles"] == walk["cycles"]
+    assert r.step_macs == r.macs == layer.macs == walk["step_macs"]               # every MAC once
     assert r.preset == "hwgen" and r.bound in ("compute", "noc-ingress", "noc-egress")
     assert r.l1_reads["input"] == r.l1_reads["weight"] == layer.macs
     # a narrower NoC slows this NoC-bound layer down; a wider one than its rows does not help
     narrow = analyze_layer(layer, "kcp", replace(TINY, noc=(NoCLevel(1, 1),)), preset="hwgen")
     wide = analyze_layer(layer, "kcp", replace(TINY, noc=(NoCLevel(8, 1),)), preset="hwgen")
     assert r.bound == "noc-ingress" and narrow.runtime_cycles > r.runtime_cycles == wide.runtime_cycles
+
+
+def test_timing_constants_the_rtl_cannot_build_are_refused():
+    layer = Conv2D("c", K=8, C=4, Y=6, X=6, R=3, S=3)
+    s, t, _ = hwgen_layer(resolve_dataflow("kcp", layer, TINY), layer, TINY)
+    for field, value in (("drain_words_per_cycle", 2), ("load_latency_cycles", 0), ("slot_overhead_cycles", 2)):
+        with pytest.raises(AccelgenError, match=f"hwgen timing: {field} is {value}; the generated RTL has"):
+            hwgen_cycles(s, t, replace(TIMING, **{field: value}))
+        with pytest.raises(AccelgenError, match=f"{field} is {value}"):
+            reference_summary(s, t, replace(TIMING, **{field: value}))
 
 
 def test_simd_lanes_share_the_filter_window():
@@ -150,7 +179,6 @@ def test_fast_schedule_equals_the_step_walk():
     import random
 
     import costmodel.hwgen_preset.fast as fast
-    from costmodel.hwgen_preset.walk import reference_summary
     rng = random.Random(5)
     for _ in range(120):
         hw = replace(TINY, num_pes=rng.choice([4, 8, 16]), simd_lanes=rng.choice([1, 2, 3]),
@@ -240,3 +268,16 @@ def test_explore_with_hwgen_gives_points_emit_accepts(tmp_path: Path, capsys):
         assert all("refused" not in entry for entry in manifest["layers"])
         total += sum(entry["predicted_cycles_per_run"] * entry["runs"] for entry in manifest["layers"])
     assert total == int(first["runtime_cycles"])
+
+
+def test_the_host_bus_addresses_every_l2_word():
+    """A region larger than 2**20 words widens the bus offset (it was silently cut to 20 bits)."""
+    from sim_tests.driver import bus_address
+    for name in ("tiny", "small", "large"):
+        l2 = l2_split(builtin_hardware(name))
+        bits = host_offset_bits(l2)
+        assert all(words <= 1 << bits for words in l2.values()) and bits >= 20
+        last = {region: bus_address(region, l2[region] - 1, bits) for region in ("input", "weight", "output")}
+        assert len({a >> bits for a in last.values()}) == 3              # regions stay apart
+        assert all(a & ((1 << bits) - 1) == l2[r] - 1 for r, a in last.items())
+    assert host_offset_bits(l2_split(builtin_hardware("large"))) == 21   # 2 Mi words of input

@@ -257,11 +257,17 @@ def assert_noc_monotone(layer: Layer, hw: Hardware, df: Dataflow) -> bool:
     return True
 
 
-@_settings(60)
-@given(layers(), hardware())
-def test_library_runtime_non_increasing_with_faster_noc(layer: Layer, hw: Hardware) -> None:
-    for df in library_dataflows(layer, hw.num_pes):
-        assert_noc_monotone(layer, hw, df)
+def test_library_runtime_non_increasing_with_faster_noc() -> None:
+    checked = Counter[bool]()      # a dataflow the analysis rejects checks nothing: count them
+
+    @_settings(60)
+    @given(layers(), hardware())
+    def check(layer: Layer, hw: Hardware) -> None:
+        for df in library_dataflows(layer, hw.num_pes):
+            checked[assert_noc_monotone(layer, hw, df)] += 1
+
+    check()
+    assert checked[True] >= 60 and checked[True] >= checked[False], checked
 
 
 def test_random_runtime_non_increasing_with_faster_noc() -> None:

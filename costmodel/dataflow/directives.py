@@ -45,25 +45,25 @@ Size = Union[int, Sz]
 
 
 @dataclass(frozen=True)
-class TemporalMap:
+class _Map:
+    """What both maps are: a ``size``-long range of ``dim`` that slides by ``offset``."""
+
     size: Size
     offset: Size
     dim: str
-    kind: Literal["temporal"] = "temporal"
 
     def __str__(self) -> str:
-        return f"TemporalMap({self.size},{self.offset}) {self.dim}"
+        return f"{type(self).__name__}({self.size},{self.offset}) {self.dim}"
 
 
 @dataclass(frozen=True)
-class SpatialMap:
-    size: Size
-    offset: Size
-    dim: str
-    kind: Literal["spatial"] = "spatial"
+class TemporalMap(_Map):
+    kind: Literal["temporal"] = "temporal"
 
-    def __str__(self) -> str:
-        return f"SpatialMap({self.size},{self.offset}) {self.dim}"
+
+@dataclass(frozen=True)
+class SpatialMap(_Map):
+    kind: Literal["spatial"] = "spatial"
 
 
 @dataclass(frozen=True)

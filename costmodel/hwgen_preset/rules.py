@@ -17,7 +17,7 @@ from ..workload.problem import CONV_TENSOR_DIMS
 
 __all__ = ["HW_DIMS", "LOOP_DIMS", "OUTPUT_DIMS", "TENSOR_DIMS", "TENSOR_LOOP_DIMS", "ENGINES",
            "TimingConstants", "TIMING", "check_timing", "bounding_engine", "l1_words", "l1_bytes",
-           "input_span"]
+           "input_span", "host_offset_bits", "WORD_BITS"]
 
 HW_DIMS = ("K", "C", "Y", "X", "R", "S")
 LOOP_DIMS = ("K", "C", "Y", "X")          # R and S are always whole inside a PE's tile
@@ -78,6 +78,11 @@ def l1_words(pe_tile_max: Mapping[str, int], max_stride: int) -> dict[str, int]:
     return {"input": t["C"] * rows * cols, "weight": t["K"] * t["C"] * t["R"] * t["S"],
             "output": t["K"] * t["Y"] * t["X"]}
 
+
+def host_offset_bits(l2_words: Mapping[str, int]) -> int:
+    """Bits of the host bus's word offset within a region: ``bus_addr[:n]`` is the offset and
+    ``bus_addr[n:n+4]`` the region; at least 20, and as wide as the largest L2 region needs."""
+    return max(20, (max(l2_words.values()) - 1).bit_length())
 
 #: Bits of one word of each tensor in the generated PEs (int8 x int8 -> int32).
 WORD_BITS = {"input": 8, "weight": 8, "output": 32}

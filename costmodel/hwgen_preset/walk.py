@@ -177,9 +177,9 @@ def schedule_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TI
             "drain_cycles": sum(drains), "bound_slots": bound}
 
 
-def reference_summary(s: HwStructure, t: LayerTiles) -> dict:
-    """The step-by-step walk (slow; the reference :func:`fast_summary` is tested against)."""
-    summary = schedule_summary(s, t)
+def reference_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING) -> dict:
+    """The step-by-step walk (slow; the reference :func:`.fast.fast_summary` is tested against)."""
+    summary = schedule_summary(s, t, timing)
     summary.update(_traffic(s, t))
     return summary
 

@@ -1,0 +1,101 @@
+"""The controller: walks the dataflow's loop nest as an odometer and runs it in *slots*.  Slot
+``k`` loads step ``k``, computes step ``k-1`` and drains step ``k-2`` (three step descriptors,
+``ld``, ``cp``, ``dr``); a slot starts (``go``, one cycle) when all three engines are idle, so
+it lasts one controller cycle plus the longest engine (``docs/timing.md``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from amaranth.hdl import Cat, Module, Signal
+
+from costmodel.hwgen_preset.rules import LOOP_DIMS, OUTPUT_DIMS, TENSOR_LOOP_DIMS
+from costmodel.hwgen_preset.structure import HwStructure
+
+from .geometry import Desc, Geometry, smaller
+from .pe import COORD, wire
+
+__all__ = ["Controller"]
+
+
+@dataclass
+class Controller:
+    running: Signal
+    done: Signal
+    cycles: Signal          # start to done
+    go: Signal              # a slot starts: every engine takes its descriptor
+    ld: Desc                # the step being loaded
+    cp: Desc                # the step being computed
+    dr: Desc                # the step being drained
+    engines_busy: Signal    # driven by the top level: any engine still working
+
+    @classmethod
+    def build(cls, m: Module, s: HwStructure, g: Geometry) -> "Controller":
+        """The controller's registers; :meth:`elaborate` adds its logic once the host bus (which
+        reads them and gives ``start``) exists."""
+        return cls(Signal(name="running"), Signal(name="done"), Signal(32, name="cycles"), Signal(name="go"),
+                   Desc.named("ld"), Desc.named("cp"), Desc.named("dr"), Signal(name="engines_busy"))
+
+    def elaborate(self, m: Module, s: HwStructure, g: Geometry, start: Signal) -> None:
+        """The odometer and the slot sequencing; ``start`` restarts the walk."""
+        ld, cp, dr, go = self.ld, self.cp, self.dr, self.go
+        pos_b0 = [Signal(COORD, name=f"pos_b0_{d}") for d in LOOP_DIMS]
+        pos_r1 = [Signal(COORD, name=f"pos_r1_{d}") for d in LOOP_DIMS]
+        more = Signal(name="more")
+
+        def tensor_differs(a_b0, a_r1, b: Desc, dims):
+            return Cat(*[(a_b0[LOOP_DIMS.index(d)] != b.b0[LOOP_DIMS.index(d)])
+                         | (a_r1[LOOP_DIMS.index(d)] != b.r1[LOOP_DIMS.index(d)])
+                         for d in dims]).any()
+
+        new_in = wire(m, ~ld.valid | tensor_differs(pos_b0, pos_r1, ld, TENSOR_LOOP_DIMS["input"]), "new_in")
+        new_w = wire(m, ~ld.valid | tensor_differs(pos_b0, pos_r1, ld, TENSOR_LOOP_DIMS["weight"]), "new_w")
+        ld_ends = wire(m, ~more | tensor_differs(pos_b0, pos_r1, ld, OUTPUT_DIMS), "ld_ends")
+        cp_ends = wire(m, ~ld.valid | tensor_differs(ld.b0, ld.r1, cp, OUTPUT_DIMS), "cp_ends")
+        work = wire(m, more | ld.valid | (cp.valid & cp_ends), "work")
+
+        # advance of the odometer (combinational next position)
+        nxt_b0 = [Signal(COORD, name=f"nxt_b0_{d}") for d in LOOP_DIMS]
+        nxt_r1 = [Signal(COORD, name=f"nxt_r1_{d}") for d in LOOP_DIMS]
+        carry = [Signal(name=f"carry{i}") for i in range(len(s.loops) + 1)]
+        m.d.comb += [nxt_b0[i].eq(pos_b0[i]) for i in range(4)]
+        m.d.comb += [nxt_r1[i].eq(pos_r1[i]) for i in range(4)]
+        m.d.comb += carry[len(s.loops)].eq(1)
+        for idx in reversed(range(len(s.loops))):
+            lv, d = s.loops[idx]
+            di = LOOP_DIMS.index(d)
+            units = (s.n0 if lv == 0 else s.n1) if s.spatial[lv] == d else 1
+            step = (g.T0[d] if lv == 0 else g.T1[d]) * units
+            cur = pos_b0[di] if lv == 0 else pos_r1[di]
+            nxt = nxt_b0[di] if lv == 0 else nxt_r1[di]
+            end = g.D[d] if lv == 0 else smaller(g.T0[d], g.D[d] - pos_b0[di])
+            with m.If(carry[idx + 1]):
+                with m.If(cur + step < end):
+                    m.d.comb += nxt.eq(cur + step)
+                with m.Else():
+                    m.d.comb += [nxt.eq(0), carry[idx].eq(1)]
+
+        with m.If(start):
+            m.d.sync += [self.running.eq(1), self.done.eq(0), self.cycles.eq(0), more.eq(1),
+                         ld.valid.eq(0), cp.valid.eq(0), dr.valid.eq(0), go.eq(0)]
+            m.d.sync += [p.eq(0) for p in pos_b0 + pos_r1]
+        with m.Elif(self.running):
+            m.d.sync += [self.cycles.eq(self.cycles + 1), go.eq(0)]
+            with m.If(~go & ~self.engines_busy):
+                with m.If(work):
+                    m.d.sync += go.eq(1)
+                    # dr <- cp, cp <- ld, ld <- pos, pos <- next
+                    m.d.sync += [dr.valid.eq(cp.valid), dr.ends.eq(cp_ends), dr.bank_ps.eq(cp.bank_ps)]
+                    m.d.sync += [a.eq(b) for a, b in zip(dr.b0 + dr.r1, cp.b0 + cp.r1)]
+                    m.d.sync += [cp.valid.eq(ld.valid), cp.bank_in.eq(ld.bank_in),
+                                 cp.bank_w.eq(ld.bank_w), cp.bank_ps.eq(ld.bank_ps)]
+                    m.d.sync += [a.eq(b) for a, b in zip(cp.b0 + cp.r1, ld.b0 + ld.r1)]
+                    m.d.sync += [ld.valid.eq(more), ld.ld_in.eq(more & new_in), ld.ld_w.eq(more & new_w),
+                                 ld.bank_in.eq(ld.bank_in ^ new_in), ld.bank_w.eq(ld.bank_w ^ new_w),
+                                 ld.bank_ps.eq(ld.bank_ps ^ (ld.valid & ld_ends))]
+                    m.d.sync += [a.eq(b) for a, b in zip(ld.b0 + ld.r1, pos_b0 + pos_r1)]
+                    with m.If(more):
+                        m.d.sync += [a.eq(b) for a, b in zip(pos_b0 + pos_r1, nxt_b0 + nxt_r1)]
+                        m.d.sync += more.eq(~carry[0])
+                with m.Else():
+                    m.d.sync += [self.running.eq(0), self.done.eq(1)]

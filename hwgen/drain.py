@@ -1,0 +1,100 @@
+"""The drain: for a step that finishes an output tile, walk the output groups (the PEs that do
+not share outputs) and each group's tile, one word a cycle; the reduction tree adds the partial
+sums of the PEs that share outputs (a reduction dimension spread across them), and the sum is
+added into L2 (read-modify-write, one cycle later)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+
+from costmodel.hwgen_preset.structure import HwStructure
+
+from .controller import Controller
+from .geometry import Geometry
+from .hostbus import HostBus
+from .l2 import L2
+from .pe import COORD, wire
+
+__all__ = ["Drain"]
+
+
+@dataclass
+class Drain:
+    active: Signal
+
+    @classmethod
+    def build(cls, m: Module, s: HwStructure, g: Geometry, ctl: Controller, l2: L2, bus: HostBus,
+              pes: list, top) -> "Drain":
+        """``pes``: ``(u0, u1, pe)`` for every PE of the array."""
+        dr, D = ctl.dr, g.D
+        n0, n1 = s.n0, s.n1
+        red0, red1 = s.reduction_spatial
+        g0 = Signal(COORD, name="g0")
+        g1 = Signal(COORD, name="g1")
+        dk, dy, dx = Signal(COORD, name="dk"), Signal(COORD, name="dy"), Signal(COORD, name="dx")
+        d_active = Signal(name="d_active")
+        d_tail = Signal(name="d_tail")
+
+        def group_tile(gg0, gg1):
+            return [g.tile(dr, di, gg0, gg1) for di in range(4)]
+
+        (gk0, gkn), _, (gy0, gyn), (gx0, gxn) = group_tile(g0, g1)
+        g_ext = {"K": gkn, "Y": gyn, "X": gxn}
+
+        def valid_group(gg0, gg1):
+            return Cat(*[e > 0 for _, e in group_tile(gg0, gg1)]).all()
+
+        has_g1 = not red1 and s.spatial[1] is not None and n1 > 1
+        has_g0 = not red0 and s.spatial[0] is not None and n0 > 1
+        next_g1_ok = ((g1 + 1 < n1) & valid_group(g0, g1 + 1)) if has_g1 else Const(0)
+        next_g0_ok = ((g0 + 1 < n0) & valid_group(g0 + 1, 0)) if has_g0 else Const(0)
+        d_issue = wire(m, (ctl.go & dr.valid & dr.ends) | (d_active & ~d_tail), "d_issue")
+        x_last = wire(m, dx + 1 >= g_ext["X"], "x_last")
+        y_last = wire(m, x_last & (dy + 1 >= g_ext["Y"]), "y_last")
+        k_last = wire(m, y_last & (dk + 1 >= g_ext["K"]), "k_last")
+        with m.If(d_issue):
+            m.d.sync += d_active.eq(1)
+            with m.If(~x_last):
+                m.d.sync += dx.eq(dx + 1)
+            with m.Elif(~y_last):
+                m.d.sync += [dx.eq(0), dy.eq(dy + 1)]
+            with m.Elif(~k_last):
+                m.d.sync += [dx.eq(0), dy.eq(0), dk.eq(dk + 1)]
+            with m.Else():
+                m.d.sync += [dx.eq(0), dy.eq(0), dk.eq(0)]
+                with m.If(next_g1_ok):
+                    m.d.sync += g1.eq(g1 + 1)
+                with m.Elif(next_g0_ok):
+                    m.d.sync += [g1.eq(0), g0.eq(g0 + 1)]
+                with m.Else():
+                    m.d.sync += [g0.eq(0), g1.eq(0), d_tail.eq(1)]
+        with m.Elif(d_tail):
+            m.d.sync += [d_tail.eq(0), d_active.eq(0)]
+        t = s.pe_tile_max
+        dr_local = wire(m, (dk * t["Y"] + dy) * t["X"] + dx, "dr_local", COORD)
+        out_addr = wire(m, ((gk0 + dk) * D["Y"] + gy0 + dy) * D["X"] + gx0 + dx, "out_addr", 32)
+        # reduction tree over the PEs of the current group
+        psums = []
+        for u0, u1, pe in pes:
+            in_group = Const(1)
+            if not red0 and s.spatial[0] is not None:
+                in_group = in_group & (g0 == u0)
+            if not red1 and s.spatial[1] is not None:
+                in_group = in_group & (g1 == u1)
+            psums.append(Mux(in_group, pe.psum, 0))
+            m.d.comb += [pe.dr_en.eq(d_issue & in_group), pe.dr_bank.eq(dr.bank_ps), pe.dr_addr.eq(dr_local)]
+        while len(psums) > 1:
+            psums = [wire(m, (psums[i] + psums[i + 1])[:32].as_signed(), "red", signed(32))
+                     if i + 1 < len(psums) else psums[i] for i in range(0, len(psums), 2)]
+        value_r = Signal(signed(32), name="value_r")
+        addr_r = Signal(32, name="addr_r")
+        write_r = Signal(name="write_r")
+        m.d.sync += [value_r.eq(psums[0]), addr_r.eq(out_addr), write_r.eq(d_issue)]
+        rd, wr = l2.out_read, l2.out_write
+        m.d.comb += [rd.addr.eq(Mux(ctl.running, out_addr, bus.offset)), rd.en.eq(1)]
+        m.d.comb += [wr.addr.eq(Mux(ctl.running, addr_r, bus.offset)),
+                     wr.data.eq(Mux(ctl.running, rd.data + value_r, top.bus_wdata)),
+                     wr.en.eq(Mux(ctl.running, write_r, bus.out_write))]
+        return cls(d_active)

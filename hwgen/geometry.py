@@ -1,0 +1,88 @@
+"""What every engine of the top level computes the same way: the run-time configuration
+registers, the step descriptors, and each PE's tile (start, extent) of a loop dimension in a
+step, or the union of the tiles over all PEs.  The rules are :mod:`costmodel.hwgen_preset`'s
+(``walk._extent``, ``walk._union``), in hardware."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from amaranth.hdl import Module, Mux, Signal
+
+from costmodel.hwgen_preset.rules import LOOP_DIMS
+from costmodel.hwgen_preset.structure import HwStructure
+
+from .pe import COORD, wire
+
+__all__ = ["CONFIG_REGS", "Desc", "Geometry", "smaller"]
+
+#: The run-time configuration registers, in bus order (``docs/timing.md``).
+CONFIG_REGS = ("K", "C", "Y", "X", "R", "S", "stride", "in_rows", "in_cols",
+               "t0_K", "t0_C", "t0_Y", "t0_X", "t1_K", "t1_C", "t1_Y", "t1_X")
+
+
+def smaller(a, b):
+    return Mux(a < b, a, b)
+
+
+@dataclass(frozen=True)
+class Desc:
+    """A step descriptor register set: positions per loop dim, banks, flags."""
+    valid: Signal
+    b0: list
+    r1: list
+    bank_in: Signal
+    bank_w: Signal
+    bank_ps: Signal
+    ld_in: Signal
+    ld_w: Signal
+    ends: Signal
+
+    @classmethod
+    def named(cls, name: str) -> "Desc":
+        return cls(Signal(name=f"{name}_valid"),
+                   [Signal(COORD, name=f"{name}_b0_{d}") for d in LOOP_DIMS],
+                   [Signal(COORD, name=f"{name}_r1_{d}") for d in LOOP_DIMS],
+                   Signal(name=f"{name}_bank_in"), Signal(name=f"{name}_bank_w"),
+                   Signal(name=f"{name}_bank_ps"), Signal(name=f"{name}_ld_in"),
+                   Signal(name=f"{name}_ld_w"), Signal(name=f"{name}_ends"))
+
+
+class Geometry:
+    """The configuration registers and the tile arithmetic on them."""
+
+    def __init__(self, m: Module, s: HwStructure):
+        self.m = m
+        self.s = s
+        self.cfg = {name: Signal(COORD, name=f"cfg_{name}") for name in CONFIG_REGS}
+        self.D = {d: self.cfg[d] for d in LOOP_DIMS}
+        self.T0 = {d: self.cfg[f"t0_{d}"] for d in LOOP_DIMS}
+        self.T1 = {d: self.cfg[f"t1_{d}"] for d in LOOP_DIMS}
+        self.stride = self.cfg["stride"]
+        self.R, self.S = self.cfg["R"], self.cfg["S"]
+
+    def tile(self, desc: Desc, di: int, u0, u1):
+        """(start, extent) of loop dim di for the PE at (u0, u1) in the step of desc."""
+        m, s = self.m, self.s
+        d = LOOP_DIMS[di]
+        T0, T1 = self.T0[d], self.T1[d]
+        tag = f"{desc.valid.name[:2]}_{d}_{u0 if isinstance(u0, int) else 'g'}_{u1 if isinstance(u1, int) else 'g'}"
+        base = wire(m, desc.b0[di] + (u0 * T0 if s.spatial[0] == d else 0), f"{tag}_base", COORD + 1)
+        start = wire(m, base + desc.r1[di] + (u1 * T1 if s.spatial[1] == d else 0), f"{tag}_start", COORD + 1)
+        end = wire(m, smaller(smaller(start + T1, base + T0), self.D[d]), f"{tag}_end", COORD + 1)
+        ext = wire(m, Mux(end > start, end - start, 0), f"{tag}_ext", COORD)
+        return start[:COORD], ext
+
+    def union(self, desc: Desc, di: int):
+        """(start, extent) of loop dim di over all PEs in the step of desc."""
+        m, s = self.m, self.s
+        d = LOOP_DIMS[di]
+        T0, T1, D = self.T0[d], self.T1[d], self.D[d]
+        start = wire(m, desc.b0[di] + desc.r1[di], f"u_{d}_start", COORD)
+        if s.spatial[0] == d:
+            end = smaller(desc.b0[di] + s.n0 * T0, D)
+        elif s.spatial[1] == d:
+            end = smaller(smaller(start + s.n1 * T1, desc.b0[di] + T0), D)
+        else:
+            end = smaller(smaller(start + T1, desc.b0[di] + T0), D)
+        return start, wire(m, (end - start)[:COORD], f"u_{d}_ext", COORD)

@@ -1,0 +1,63 @@
+"""The host bus: one word bus whose top four address bits select a region (control and status,
+the input, weight and output regions of L2).  The host writes L2 and the configuration
+registers while the accelerator is idle, starts it, polls ``done`` and reads the outputs; see
+``docs/timing.md`` and :mod:`sim_tests.driver`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+
+from .geometry import CONFIG_REGS, Geometry
+from .l2 import L2
+
+__all__ = ["REGION", "CTRL", "HostBus"]
+
+REGION = {"ctrl": 0, "input": 1, "weight": 2, "output": 3}   # bus_addr[n:n+4], n = host_offset_bits
+CTRL = {"start": 0, "status": 1, "cycles": 2, "config": 16}  # word offsets in the ctrl region
+
+
+@dataclass
+class HostBus:
+    start: Signal           # one cycle: the host wrote 1 to the start register
+    offset: object          # the bus word offset (the output region's address while idle)
+    out_write: Signal       # the host writes the output region (it clears it before a run)
+
+    @classmethod
+    def build(cls, m: Module, top, g: Geometry, l2: L2, banks: int, running: Signal, done: Signal,
+              cycles: Signal) -> "HostBus":
+        n = top.offset_bits
+        region = top.bus_addr[n:n + 4]
+        offset = top.bus_addr[:n]
+        lg = (banks - 1).bit_length()
+        for name, ports in (("input", l2.inputs), ("weight", l2.weights)):
+            for b, (_, wr) in enumerate(ports):
+                hit = top.bus_we & (region == REGION[name]) & ~running
+                if banks > 1:
+                    hit = hit & (offset[:lg] == b)
+                m.d.comb += [wr.addr.eq(offset >> lg), wr.data.eq(top.bus_wdata[:8]), wr.en.eq(hit)]
+        out_write = Signal(name="host_out_we")
+        m.d.comb += out_write.eq(top.bus_we & (region == REGION["output"]) & ~running)
+        region_r = Signal(4)
+        ctrl_r = Signal(32)
+        m.d.sync += region_r.eq(region)
+        with m.If(top.bus_re & (region == REGION["ctrl"])):
+            with m.Switch(offset):
+                with m.Case(CTRL["status"]):
+                    m.d.sync += ctrl_r.eq(Cat(running, done))
+                with m.Case(CTRL["cycles"]):
+                    m.d.sync += ctrl_r.eq(cycles)
+                for i, name in enumerate(CONFIG_REGS):
+                    with m.Case(CTRL["config"] + i):
+                        m.d.sync += ctrl_r.eq(g.cfg[name])
+        m.d.comb += top.bus_rdata.eq(Mux(region_r == REGION["output"], l2.out_read.data, ctrl_r))
+        start = Signal(name="start")
+        with m.If(top.bus_we & (region == REGION["ctrl"]) & ~running):
+            with m.Switch(offset):
+                with m.Case(CTRL["start"]):
+                    m.d.comb += start.eq(top.bus_wdata[0])
+                for i, name in enumerate(CONFIG_REGS):
+                    with m.Case(CTRL["config"] + i):
+                        m.d.sync += g.cfg[name].eq(top.bus_wdata)
+        return cls(start, offset, out_write)
