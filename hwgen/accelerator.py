@@ -14,7 +14,7 @@ from amaranth.hdl import Module, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from costmodel.hwgen_preset.rules import LOOP_DIMS, host_offset_bits
+from costmodel.hwgen_preset.rules import LOOP_DIMS, host_offset_bits, input_span
 from costmodel.hwgen_preset.structure import HwStructure
 
 from .compute import ORDER, Compute
@@ -70,7 +70,7 @@ class Accelerator(wiring.Component):
                  u0: int, u1: int) -> None:
         """One PE's view of the step being loaded (its tile, in input coordinates) and of the step
         being computed (its extents), and the broadcast NoC lanes and compute counters."""
-        ld, cp, st, R, S = ctl.ld, ctl.cp, g.stride, g.R, g.S
+        ld, cp, sy, sx, R, S = ctl.ld, ctl.cp, g.stride_y, g.stride_x, g.R, g.S
         (lk0, lkn), (lc0, lcn), (ly0, lyn), (lx0, lxn) = [g.tile(ld, di, u0, u1) for di in range(4)]
         m.d.comb += [
             pe.lane_valid.eq(loader.lane_valid), pe.lane_count.eq(loader.lane_count),
@@ -80,9 +80,9 @@ class Accelerator(wiring.Component):
             pe.lane_data.eq(loader.lane_data),
             pe.ld_bank_in.eq(ld.bank_in), pe.ld_bank_w.eq(ld.bank_w),
             pe.ld_k0.eq(lk0), pe.ld_kn.eq(lkn), pe.ld_c0.eq(lc0), pe.ld_cn.eq(lcn),
-            pe.ld_y0.eq(ly0 * st), pe.ld_yn.eq(Mux(lyn > 0, (lyn - 1) * st + R, 0)),
-            pe.ld_x0.eq(lx0 * st), pe.ld_xn.eq(Mux(lxn > 0, (lxn - 1) * st + S, 0)),
-            pe.mac_en.eq(compute.issue), pe.stride.eq(st),
+            pe.ld_y0.eq(ly0 * sy), pe.ld_yn.eq(Mux(lyn > 0, input_span(lyn, sy, R), 0)),
+            pe.ld_x0.eq(lx0 * sx), pe.ld_xn.eq(Mux(lxn > 0, input_span(lxn, sx, S), 0)),
+            pe.mac_en.eq(compute.issue), pe.stride_y.eq(sy), pe.stride_x.eq(sx),
             pe.cp_bank_in.eq(cp.bank_in), pe.cp_bank_w.eq(cp.bank_w), pe.cp_bank_ps.eq(cp.bank_ps),
         ]
         m.d.comb += [getattr(pe, f"mac_{n}").eq(compute.counters[n]) for n in ORDER]

@@ -17,7 +17,7 @@ from .pe import COORD, wire
 __all__ = ["CONFIG_REGS", "Desc", "Geometry", "smaller"]
 
 #: The run-time configuration registers, in bus order (``docs/timing.md``).
-CONFIG_REGS = ("K", "C", "Y", "X", "R", "S", "stride", "in_rows", "in_cols",
+CONFIG_REGS = ("K", "C", "Y", "X", "R", "S", "stride_y", "stride_x", "in_rows", "in_cols",
                "t0_K", "t0_C", "t0_Y", "t0_X", "t1_K", "t1_C", "t1_Y", "t1_X")
 
 
@@ -58,7 +58,7 @@ class Geometry:
         self.D = {d: self.cfg[d] for d in LOOP_DIMS}
         self.T0 = {d: self.cfg[f"t0_{d}"] for d in LOOP_DIMS}
         self.T1 = {d: self.cfg[f"t1_{d}"] for d in LOOP_DIMS}
-        self.stride = self.cfg["stride"]
+        self.stride_y, self.stride_x = self.cfg["stride_y"], self.cfg["stride_x"]
         self.R, self.S = self.cfg["R"], self.cfg["S"]
 
     def tile(self, desc: Desc, di: int, u0, u1):

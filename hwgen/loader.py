@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 
+from costmodel.hwgen_preset.rules import input_span
 from costmodel.hwgen_preset.structure import HwStructure
 
 from .controller import Controller
@@ -33,12 +34,12 @@ class Loader:
     def build(cls, m: Module, s: HwStructure, g: Geometry, ctl: Controller, l2: L2) -> "Loader":
         W = s.noc_words_per_cycle
         lg = (W - 1).bit_length()
-        ld, go, st, R, S = ctl.ld, ctl.go, g.stride, g.R, g.S
+        ld, go, sy, sx, R, S = ctl.ld, ctl.go, g.stride_y, g.stride_x, g.R, g.S
         ub = [g.union(ld, di) for di in range(4)]
         (k_s, k_n), (c_s, c_n), (y_s, y_n), (x_s, x_n) = ub
-        in_box_start = [Const(0, COORD), c_s, wire(m, (y_s * st)[:COORD], "in_y0"), wire(m, (x_s * st)[:COORD], "in_x0")]
-        in_box_ext = [Const(1, COORD), c_n, wire(m, ((y_n - 1) * st + R)[:COORD], "in_yn"),
-                      wire(m, ((x_n - 1) * st + S)[:COORD], "in_xn")]
+        in_box_start = [Const(0, COORD), c_s, wire(m, (y_s * sy)[:COORD], "in_y0"), wire(m, (x_s * sx)[:COORD], "in_x0")]
+        in_box_ext = [Const(1, COORD), c_n, wire(m, input_span(y_n, sy, R)[:COORD], "in_yn"),
+                      wire(m, input_span(x_n, sx, S)[:COORD], "in_xn")]
         w_box_start = [k_s, c_s, Const(0, COORD), Const(0, COORD)]
         w_box_ext = [k_n, c_n, R, S]
         l_active = Signal(name="l_active")

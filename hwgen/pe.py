@@ -57,7 +57,8 @@ class PE(wiring.Component):
             "mac_k": In(c), "mac_c": In(c), "mac_y": In(c), "mac_x": In(c),
             "mac_f": In(c),                             # first filter position r*S+s of the lanes
             "filt_s": In(c), "filt_rs": In(c),          # S and R*S of the layer
-            "stride": In(max(1, max_stride.bit_length())),
+            "stride_y": In(max(1, max_stride.bit_length())),
+            "stride_x": In(max(1, max_stride.bit_length())),
             "cp_bank_in": In(1), "cp_bank_w": In(1), "cp_bank_ps": In(1),
             "cp_kn": In(c), "cp_cn": In(c), "cp_yn": In(c), "cp_xn": In(c),   # this PE's extents
             # -- drain
@@ -113,9 +114,9 @@ class PE(wiring.Component):
                         m.d.sync += regs[name][b][i].eq(data)
 
         # ---- multiply-accumulate: SIMD lanes take consecutive filter positions -----------
-        st = self.stride
         ps_a = wire(m, (self.mac_k * t["Y"] + self.mac_y) * t["X"] + self.mac_x, "ps_a", 16)
-        base_in = wire(m, self.mac_c * (rows * cols) + self.mac_y * st * cols + self.mac_x * st, "base_in", 16)
+        base_in = wire(m, self.mac_c * (rows * cols) + self.mac_y * self.stride_y * cols + self.mac_x * self.stride_x,
+                       "base_in", 16)
         base_w = wire(m, (self.mac_k * t["C"] + self.mac_c) * (t["R"] * t["S"]), "base_w", 16)
         max_rs = t["R"] * t["S"]
         products = []

@@ -133,7 +133,8 @@ def make_job(structure: HwStructure, tiles: LayerTiles, layer: Layer, a: np.ndar
                                 f"{l2_words[name]}", where=f"layer {layer.name!r}")
     d = tiles.dims
     config = {"K": d["K"], "C": d["C"], "Y": d["Y"], "X": d["X"], "R": d["R"], "S": d["S"],
-              "stride": tiles.stride, "in_rows": tiles.in_rows, "in_cols": tiles.in_cols}
+              "stride_y": tiles.stride_y, "stride_x": tiles.stride_x, "in_rows": tiles.in_rows,
+              "in_cols": tiles.in_cols}
     for dim in ("K", "C", "Y", "X"):
         config[f"t0_{dim}"] = tiles.t0[dim]
         config[f"t1_{dim}"] = tiles.t1[dim]

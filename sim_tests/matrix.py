@@ -64,22 +64,24 @@ def layers(dataflow: str) -> list[Layer]:
 
 
 def random_layers(dataflow: str, seed: int, count: int) -> list[Layer]:
-    """Random shapes within the generated buffers (filters up to 3x3, stride up to 2)."""
+    """Random shapes, every dimension drawn on its own: sizes, filter rows and columns (up to
+    3x3; ``conv3x3`` dataflows keep 3x3), the stride (up to 3) and the padding (up to 2)."""
     import numpy as np
     rng = np.random.default_rng(seed)
     family = _cases()["dataflows"][dataflow]["random"]
     out = []
-    for i in range(count):
+    while len(out) < count:
         if family == "gemm":
             spec = f"gemm:M={rng.integers(1, 10)},N={rng.integers(1, 10)},K={rng.integers(1, 20)}"
         else:
-            r = 3 if family == "conv3x3" else int(rng.choice([1, 3]))
-            stride = int(rng.integers(1, 3))
-            pad = int(rng.integers(0, 2)) if r == 3 else 0
-            y, x = (int(rng.integers(max(r, 2), 9)) for _ in range(2))
-            spec = (f"conv2d:K={rng.integers(1, 8)},C={rng.integers(1, 12)},Y={y},X={x},R={r},S={r},"
+            r, s = (3, 3) if family == "conv3x3" else (int(v) for v in rng.integers(1, 4, size=2))
+            stride, pad = int(rng.integers(1, 4)), int(rng.integers(0, 3))
+            y, x = (int(v) for v in rng.integers(1, 9, size=2))
+            if y + 2 * pad < r or x + 2 * pad < s:
+                continue                                   # no output pixel: draw again
+            spec = (f"conv2d:K={rng.integers(1, 8)},C={rng.integers(1, 12)},Y={y},X={x},R={r},S={s},"
                     f"stride={stride},pad={pad}")
-        out.append(parse_layer_spec(spec, name=f"R{i}"))
+        out.append(parse_layer_spec(spec, name=f"R{len(out)}"))
     return out
 
 
@@ -92,7 +94,7 @@ def run_case(dataflow: str, array_name: str, sim: str, extra=()) -> list[dict]:
     hw = array(array_name)
     todo = list(layers(dataflow)) + list(extra)
     spec = dataflow_spec(dataflow)
-    structure = hwgen_structure(resolve_dataflow(spec, todo[0], hw), todo[0], hw)
+    structure = hwgen_structure(resolve_dataflow(spec, todo[0], hw), todo[0], hw, fit=todo)
     l2 = l2_split(hw)
     jobs, meta = [], {}
     for i, layer in enumerate(todo):

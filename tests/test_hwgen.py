@@ -36,12 +36,12 @@ def schedule_numerics(layer, dataflow: str, hw):
     """Run the schedule in numpy: each PE of each step does the MACs of its tile.  Returns the
     outputs in L2 layout, the expected ones, and how often each (k, c, y, x) was computed."""
     df = resolve_dataflow(dataflow_spec(dataflow), layer, hw)
-    s = hwgen_structure(df, layer, hw)
+    s = hwgen_structure(df, layer, hw, fit=[layer])
     t = tiles_of(s, df, layer)
     a, b = random_operands(layer, seed=1)
     job = make_job(s, t, layer, a, b, {"input": 10**6, "weight": 10**6, "output": 10**6})
     K, C, Y, X = (t.dims[d] for d in LOOP_DIMS)
-    R, S, stride = t.dims["R"], t.dims["S"], t.stride
+    R, S, sy, sx = t.dims["R"], t.dims["S"], t.stride_y, t.stride_x
     x = np.array(job.input_words).reshape(C, t.in_rows, t.in_cols)
     w = np.array(job.weight_words).reshape(K, C, R, S)
     out = np.zeros((K, Y, X), dtype=np.int64)
@@ -56,7 +56,7 @@ def schedule_numerics(layer, dataflow: str, hw):
                 count[k0:k0 + kn, c0:c0 + cn, y0:y0 + yn, x0:x0 + xn] += 1
                 for yy in range(y0, y0 + yn):
                     for xx in range(x0, x0 + xn):
-                        patch = x[c0:c0 + cn, yy * stride: yy * stride + R, xx * stride: xx * stride + S]
+                        patch = x[c0:c0 + cn, yy * sy: yy * sy + R, xx * sx: xx * sx + S]
                         out[k0:k0 + kn, yy, xx] += np.einsum("kcrs,crs->k", w[k0:k0 + kn, c0:c0 + cn], patch)
     return out.reshape(-1), np.array(job.expected), count
 
@@ -72,15 +72,30 @@ def test_schedule_computes_every_mac_once(dataflow, array_name, spec):
     assert np.array_equal(out, expected)
 
 
-@settings(max_examples=40, deadline=None)
-@given(k=st.integers(1, 9), c=st.integers(1, 12), y=st.integers(3, 9), x=st.integers(3, 9),
-       r=st.sampled_from([1, 3]), stride=st.integers(1, 2), pad=st.integers(0, 1),
-       dataflow=st.sampled_from(["kcp", "cp", "xp"]), pes=st.sampled_from([4, 8]))
-def test_schedule_numerics_random_shapes(k, c, y, x, r, stride, pad, dataflow, pes):
-    layer = Conv2D("r", K=k, C=c, Y=y, X=x, R=r, S=r, stride=stride, padding=pad if r == 3 else 0)
-    hw = replace(TINY, num_pes=pes)
+@settings(max_examples=60, deadline=None)
+@given(k=st.integers(1, 9), c=st.integers(1, 12), y=st.integers(1, 9), x=st.integers(1, 9),
+       r=st.integers(1, 4), s=st.integers(1, 4), stride=st.integers(1, 4), pad=st.integers(0, 2),
+       dataflow=st.sampled_from(["kcp", "cp", "xp"]), pes=st.sampled_from([2, 4, 8]),
+       lanes=st.sampled_from([1, 2, 3]))
+def test_schedule_numerics_random_shapes(k, c, y, x, r, s, stride, pad, dataflow, pes, lanes):
+    """Every dimension drawn on its own: filter rows and columns, stride, padding, sizes, the
+    array and its SIMD lanes.  (R and S drawn together hid a wrong-output bug when the stride is
+    wider than one filter dimension but not the other.)"""
+    if y + 2 * pad < r or x + 2 * pad < s:
+        return                                   # no output: Conv2D refuses it (tested elsewhere)
+    layer = Conv2D("r", K=k, C=c, Y=y, X=x, R=r, S=s, stride=stride, padding=pad)
+    hw = replace(TINY, num_pes=pes, simd_lanes=lanes, l1_bytes_per_pe=1 << 16)
     out, expected, count = schedule_numerics(layer, dataflow, hw)
     assert count.min() == 1 and count.max() == 1 and np.array_equal(out, expected)
+
+
+@pytest.mark.parametrize("r,s,stride", [(3, 1, 2), (1, 3, 2), (3, 2, 3), (2, 3, 3), (1, 1, 3)])
+def test_stride_wider_than_one_filter_dimension(r, s, stride):
+    """The held-out case: stride 2 with R=3, S=1 compacts the columns only (stride_x = 1)."""
+    layer = Conv2D("w", K=3, C=2, Y=7, X=6, R=r, S=s, stride=stride)
+    for dataflow in ("kcp", "cp", "xp"):
+        out, expected, count = schedule_numerics(layer, dataflow, replace(TINY, l1_bytes_per_pe=1 << 16))
+        assert count.min() == 1 and count.max() == 1 and np.array_equal(out, expected), dataflow
 
 
 def test_reference_output_is_numpy_convolution():

@@ -70,7 +70,7 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
     loops0, counts0 = _level0(s, t)
     n0 = int(np.prod(counts0)) if counts0 else 1
     D = {d: t.dims[d] for d in LOOP_DIMS}
-    R, S, st, W = t.dims["R"], t.dims["S"], t.stride, s.noc_words_per_cycle
+    R, S, sy, sx, W = t.dims["R"], t.dims["S"], t.stride_y, t.stride_x, s.noc_words_per_cycle
     tot = {"cycles": timing.finish_cycles, "steps": 0, "load_cycles": 0, "compute_cycles": 0,
            "drain_cycles": 0, "bound_slots": {"load": 0, "compute": 0, "drain": 0}}
     l2r = {"input": 0, "weight": 0}
@@ -105,8 +105,8 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
             head = np.array([True if prev_keys is None else bool(np.any(prev_keys[name] != k[:, 0]))])
             changed[name] = np.concatenate((head, diff))
         prev_keys = {name: k[:, -1] for name, k in keys.items()}
-        in_rows = union["C"] * input_span(union["Y"], st, R)
-        in_run = input_span(union["X"], st, S)
+        in_rows = union["C"] * input_span(union["Y"], sy, R)
+        in_run = input_span(union["X"], sx, S)
         w_rows = union["K"] * union["C"] * R
         load = (np.where(changed["input"], in_rows * (-(-in_run // W)), 0)
                 + np.where(changed["weight"], w_rows * (-(-S // W)), 0))
@@ -134,11 +134,11 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
         def ident(e):
             return e
 
-        def span(f):
+        def span(st, f):
             return lambda e: np.where(e > 0, input_span(e, st, f), 0)
 
         pes_c = pe_sum("C", ident)
-        in_words = pes_c * pe_sum("Y", span(R)) * pe_sum("X", span(S))
+        in_words = pes_c * pe_sum("Y", span(sy, R)) * pe_sum("X", span(sx, S))
         w_words = pe_sum("K", ident) * pes_c * R * S
         for d, u in units.items():        # units spread over a dim the tensor ignores share its tile
             if d not in "CYX":

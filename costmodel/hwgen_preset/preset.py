@@ -10,6 +10,7 @@ from ..dataflow.directives import Dataflow
 from ..hardware.hardware import Hardware
 from ..results import TENSORS, LayerResult
 from ..workload.layers import Conv2D, Layer
+from ..workload.problem import problem_of
 from .fast import fast_summary
 from .rules import bounding_engine, l1_bytes
 from .structure import HwStructure, LayerTiles, structure_key, structure_of, tiles_of
@@ -46,7 +47,7 @@ def hwgen_structure(dataflow: Dataflow, layer: Layer, hw: Hardware, *,
     w = check_generatable(hw)
     convs = [l for l in fit if isinstance(l, Conv2D)]
     max_filter = max([3] + [max(l.R, l.S) for l in convs])
-    max_stride = max([2] + [l.stride for l in convs])
+    max_stride = max([2] + [max(problem_of(l).strides.values()) for l in convs])   # as laid out in L2
     s = structure_of(dataflow, layer, hw.num_pes, noc_words_per_cycle=w, max_filter=max_filter,
                      max_stride=max_stride, simd_lanes=hw.simd_lanes)
     need = l1_bytes(s.l1_words())
@@ -71,7 +72,7 @@ _MAX_SUMMARIES = 4096
 def _summary(s: HwStructure, t: LayerTiles) -> dict:
     """The figures of (structure, tiles), computed once: a design-space search asks for the same
     ones for every point that differs only in what the schedule ignores (L2, off-chip, energy)."""
-    key = (structure_key(s), tuple(sorted(t.dims.items())), t.stride, t.in_rows, t.in_cols,
+    key = (structure_key(s), tuple(sorted(t.dims.items())), t.stride_y, t.stride_x, t.in_rows, t.in_cols,
            tuple(sorted(t.t0.items())), tuple(sorted(t.t1.items())), t.repeat)
     out = _SUMMARIES.get(key)
     if out is None:

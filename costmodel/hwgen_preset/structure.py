@@ -159,10 +159,11 @@ def _max_tile(m, d: str, layer: Layer, max_filter: int, max_stride: int) -> int:
 
 @dataclass(frozen=True)
 class LayerTiles:
-    """Run-time configuration of one layer: sizes, stride and the tile of each dim per level."""
+    """Run-time configuration of one layer: sizes, strides and the tile of each dim per level."""
 
     dims: dict[str, int]            # K C Y X (outputs) R S
-    stride: int                     # effective stride of the (row-compacted) input
+    stride_y: int                   # effective strides of the input as laid out (compacted where
+    stride_x: int                   # the stride is wider than the filter, per axis)
     in_rows: int                    # input rows / columns as laid out in L2
     in_cols: int
     t0: dict[str, int]              # level-0 tile per loop dim (whole dim if unmapped)
@@ -170,18 +171,20 @@ class LayerTiles:
     repeat: int                     # groups / batch: the host runs the layer this many times
 
     def as_dict(self) -> dict:
-        return {"dims": dict(self.dims), "stride": self.stride, "in_rows": self.in_rows,
+        return {"dims": dict(self.dims), "stride_y": self.stride_y, "stride_x": self.stride_x, "in_rows": self.in_rows,
                 "in_cols": self.in_cols, "t0": dict(self.t0), "t1": dict(self.t1), "repeat": self.repeat}
 
 
-def _hw_dims(layer: Layer) -> tuple[dict[str, int], int, int, int, int]:
+def _hw_dims(layer: Layer) -> tuple[dict[str, int], dict[str, int], int, int, int]:
+    """Loop sizes, the effective stride of the Y and X windows, input rows and columns as laid out
+    in L2, and how many times the layer runs."""
     if isinstance(layer, GEMM):
-        return {"K": layer.N, "C": layer.K, "Y": layer.M, "X": 1, "R": 1, "S": 1}, 1, layer.M, 1, layer.batch
+        return ({"K": layer.N, "C": layer.K, "Y": layer.M, "X": 1, "R": 1, "S": 1}, {"Y": 1, "X": 1},
+                layer.M, 1, layer.batch)
     p = problem_of(layer)
-    st = p.strides["Y"]
     d = p.dims
     return ({"K": d["K"], "C": d["C"], "Y": d["Y'"], "X": d["X'"], "R": d["R"], "S": d["S"]},
-            st, d["Y"], d["X"], p.repeat * d.get("N", 1))
+            {"Y": p.strides["Y"], "X": p.strides["X"]}, d["Y"], d["X"], p.repeat * d.get("N", 1))
 
 
 def tiles_of(structure: HwStructure, dataflow: Dataflow, layer: Layer) -> LayerTiles:
@@ -190,7 +193,7 @@ def tiles_of(structure: HwStructure, dataflow: Dataflow, layer: Layer) -> LayerT
     host, with the reason."""
     _check_layer(layer)
     where = f"layer {layer.name!r}"
-    dims, st, in_rows, in_cols, repeat = _hw_dims(layer)
+    dims, strides, in_rows, in_cols, repeat = _hw_dims(layer)
     if isinstance(layer, Conv2D):
         p = problem_of(layer)
         resolved = dataflow.resolve(p.dims, kind=p.kind, allowed=p.allowed_dims)
@@ -214,6 +217,7 @@ def tiles_of(structure: HwStructure, dataflow: Dataflow, layer: Layer) -> LayerT
                 filt = dims["R" if m.dim == "Y" else "S"]
                 if size < filt:
                     raise AccelgenError(f"{m} is narrower than the filter ({filt})", where=where)
+                st = strides[m.dim]
                 rows = (size + st - filt) // st
                 if ofs != size - filt + 1:
                     raise AccelgenError(f"{m}: windows must advance by the outputs they produce "
@@ -245,6 +249,8 @@ def tiles_of(structure: HwStructure, dataflow: Dataflow, layer: Layer) -> LayerT
     for d in ("R", "S"):
         if dims[d] > limits[d]:
             raise AccelgenError(f"filter {d}={dims[d]} exceeds the generated maximum {limits[d]}", where=where)
-    if st > structure.max_stride:
-        raise AccelgenError(f"stride {st} exceeds the generated maximum {structure.max_stride}", where=where)
-    return LayerTiles(dims, st, in_rows, in_cols, t0, t1, repeat)
+    for d, st in strides.items():
+        if st > structure.max_stride:
+            raise AccelgenError(f"stride {st} exceeds the generated maximum {structure.max_stride} (along {d})",
+                                where=where)
+    return LayerTiles(dims, strides["Y"], strides["X"], in_rows, in_cols, t0, t1, repeat)

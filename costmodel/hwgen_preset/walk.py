@@ -105,8 +105,8 @@ def _boxes(s: HwStructure, t: LayerTiles, step: Step) -> dict[str, tuple[int, in
     _, c = _union(s, t, step, 1)
     _, y = _union(s, t, step, 2)
     _, x = _union(s, t, step, 3)
-    rows = input_span(y, t.stride, t.dims["R"])
-    cols = input_span(x, t.stride, t.dims["S"])
+    rows = input_span(y, t.stride_y, t.dims["R"])
+    cols = input_span(x, t.stride_x, t.dims["S"])
     return {"input": (c * rows, cols), "weight": (k * c * t.dims["R"], t.dims["S"])}
 
 
@@ -193,7 +193,7 @@ def _traffic(s: HwStructure, t: LayerTiles) -> dict:
     macs = 0
     seq = list(steps(s, t))
     keys = [_keys(x) for x in seq]
-    R, S, st = t.dims["R"], t.dims["S"], t.stride
+    R, S, sy, sx = t.dims["R"], t.dims["S"], t.stride_y, t.stride_x
     pes = [(u0, u1) for u0 in range(s.n0) for u1 in range(s.n1)]
     for i, step in enumerate(seq):
         boxes = _boxes(s, t, step)
@@ -204,7 +204,7 @@ def _traffic(s: HwStructure, t: LayerTiles) -> dict:
                 for pe in pes:
                     k, c, y, x = (_extent(s, t, step, di, pe)[1] for di in range(4))
                     if name == "input":
-                        l1w[name] += c * input_span(y, st, R) * input_span(x, st, S) if y and x and c else 0
+                        l1w[name] += c * input_span(y, sy, R) * input_span(x, sx, S) if y and x and c else 0
                     else:
                         l1w[name] += k * c * R * S
         for pe in pes:
