@@ -24,7 +24,7 @@ from .geometry import CONFIG_REGS, Geometry
 from .hostbus import CTRL, REGION, HostBus
 from .l2 import L2
 from .loader import Loader
-from .pe import PE
+from .pe import PE, pe_instance
 
 __all__ = ["Accelerator", "CONFIG_REGS", "REGION", "CTRL"]
 
@@ -42,6 +42,11 @@ class Accelerator(wiring.Component):
             "busy": Out(1), "done": Out(1),
         })
 
+    def pe(self) -> PE:
+        """The one PE every position of the array instantiates (emitted as :data:`PE_MODULE`)."""
+        s = self.s
+        return PE(s.pe_tile_max, s.max_stride, s.noc_words_per_cycle, s.simd_lanes)
+
     def elaborate(self, platform):
         m = Module()
         s = self.s
@@ -53,12 +58,8 @@ class Accelerator(wiring.Component):
         ctl.elaborate(m, s, g, bus.start)
         loader = Loader.build(m, s, g, ctl, l2)
         compute = Compute.build(m, s, g, ctl)
-        pes = []
-        for u0 in range(s.n0):
-            for u1 in range(s.n1):
-                pe = PE(s.pe_tile_max, s.max_stride, s.noc_words_per_cycle, s.simd_lanes)
-                m.submodules[f"pe_{u0}_{u1}"] = pe
-                pes.append((u0, u1, pe))
+        template = self.pe()
+        pes = [(u0, u1, pe_instance(m, f"pe_{u0}_{u1}", template)) for u0 in range(s.n0) for u1 in range(s.n1)]
         drain = Drain.build(m, s, g, ctl, l2, bus, pes, self)
         for u0, u1, pe in pes:
             self._wire_pe(m, g, ctl, loader, compute, pe, u0, u1)
@@ -66,7 +67,7 @@ class Accelerator(wiring.Component):
         return m
 
     @staticmethod
-    def _wire_pe(m: Module, g: Geometry, ctl: Controller, loader: Loader, compute: Compute, pe: PE,
+    def _wire_pe(m: Module, g: Geometry, ctl: Controller, loader: Loader, compute: Compute, pe,
                  u0: int, u1: int) -> None:
         """One PE's view of the step being loaded (its tile, in input coordinates) and of the step
         being computed (its extents), and the broadcast NoC lanes and compute counters."""

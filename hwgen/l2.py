@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Module, signed, unsigned
-from amaranth.lib.memory import Memory
+from amaranth.hdl import Module
+
+from .ram import Ram
 
 __all__ = ["L2"]
 
@@ -27,11 +28,9 @@ class L2:
             depth = max(1, -(-words[name] // banks))
             ports = []
             for b in range(banks):
-                mem = Memory(shape=unsigned(8), depth=depth, init=[])
-                m.submodules[f"l2_{name}_{b}"] = mem
-                ports.append((mem.read_port(), mem.write_port()))
+                ram = Ram(m, f"l2_{name}_{b}", 8, depth)
+                ports.append((ram.read, ram.write))
             return ports
         inputs, weights = banked("input"), banked("weight")
-        out_mem = Memory(shape=signed(32), depth=max(1, words["output"]), init=[])
-        m.submodules.l2_output = out_mem
-        return cls(inputs, weights, out_mem.read_port(), out_mem.write_port())
+        out = Ram(m, "l2_output", 32, max(1, words["output"]), signed=True)
+        return cls(inputs, weights, out.read, out.write)

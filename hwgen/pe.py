@@ -8,13 +8,18 @@ cycle.  The compute engine broadcasts tile-local coordinates; the drain reads (a
 partial sum a cycle into the reduction tree.
 """
 
-from amaranth.hdl import Array, Const, Module, Mux, Signal, Value, signed, unsigned
+from types import SimpleNamespace
+
+from amaranth.hdl import Array, ClockSignal, Const, Instance, Module, Mux, ResetSignal, Signal, Value, signed, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from costmodel.hwgen_preset.rules import input_span, l1_words
 
-__all__ = ["PE", "wire"]
+__all__ = ["PE", "PE_MODULE", "wire", "pe_instance"]
+
+#: The Verilog module name of the PE: every position of the array is an instance of it.
+PE_MODULE = "accelgen_pe"
 
 COORD = 16          # bits of a coordinate or extent
 
@@ -156,3 +161,17 @@ class PE(wiring.Component):
                 with m.Elif(self.dr_en & (self.dr_bank == b) & (self.dr_addr == i)):
                     m.d.sync += reg.eq(0)
         return m
+
+
+def pe_instance(m: Module, name: str, pe: PE) -> SimpleNamespace:
+    """An instance of the PE module (:data:`PE_MODULE`, emitted once from ``pe``) at ``name``:
+    one Signal per port of ``pe``'s signature, to be wired by the caller.  The array is then one
+    module definition, whatever its size, instead of a copy per position."""
+    ports = {}
+    args = {"i_clk": ClockSignal("sync"), "i_rst": ResetSignal("sync")}
+    for member_name, member in pe.signature.members.items():
+        sig = Signal(member.shape, name=f"{name}__{member_name}")
+        ports[member_name] = sig
+        args[f"{'i' if member.flow == In else 'o'}_{member_name}"] = sig
+    m.submodules[name] = Instance(PE_MODULE, **args)
+    return SimpleNamespace(**ports)

@@ -1,0 +1,61 @@
+"""A simple dual-port RAM (one write port, one registered read port, read-before-write) as a
+small Verilog module that the top level instantiates.
+
+Amaranth 0.5 writes every word of a ``Memory``'s initial contents into the Verilog, which made
+the L2 of a 64-PE design 26 MB of text and 90 s of emission.  This module has no initial
+contents (the host writes what a layer reads and clears the outputs before ``start``), is inferred
+as block RAM by Yosys (ECP5, iCE40, Xilinx) and by vendor tools, and costs a few lines whatever
+its depth."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from amaranth.hdl import ClockSignal, Instance, Module, Signal
+
+__all__ = ["RAM_MODULE", "RAM_VERILOG", "Ram"]
+
+RAM_MODULE = "accelgen_ram"
+RAM_VERILOG = f"""\
+// {RAM_MODULE}: one write port, one registered read port (old data on a same-address write).
+module {RAM_MODULE} #(parameter WIDTH = 8, parameter DEPTH = 1, parameter ABITS = 1) (
+  input  wire             clk,
+  input  wire             we,
+  input  wire [ABITS-1:0] waddr,
+  input  wire [WIDTH-1:0] wdata,
+  input  wire [ABITS-1:0] raddr,
+  output reg  [WIDTH-1:0] rdata
+);
+  reg [WIDTH-1:0] mem [0:DEPTH-1];
+  always @(posedge clk) begin
+    if (we)
+      mem[waddr] <= wdata;
+    rdata <= mem[raddr];
+  end
+endmodule
+"""
+
+
+@dataclass
+class _Port:
+    addr: Signal
+    data: Signal
+    en: Signal
+
+
+class Ram:
+    """``read`` and ``write`` ports shaped like ``amaranth.lib.memory``'s (``addr``, ``data``,
+    ``en``; the read port is always enabled)."""
+
+    def __init__(self, m: Module, name: str, width: int, depth: int, *, signed: bool = False):
+        abits = max(1, (depth - 1).bit_length())
+        shape = (width, signed)
+        from amaranth.hdl import Shape
+        self.read = _Port(Signal(abits, name=f"{name}_raddr"), Signal(Shape(*shape), name=f"{name}_rdata"),
+                          Signal(name=f"{name}_ren"))
+        self.write = _Port(Signal(abits, name=f"{name}_waddr"), Signal(Shape(*shape), name=f"{name}_wdata"),
+                           Signal(name=f"{name}_we"))
+        m.submodules[name] = Instance(
+            RAM_MODULE, p_WIDTH=width, p_DEPTH=depth, p_ABITS=abits,
+            i_clk=ClockSignal("sync"), i_we=self.write.en, i_waddr=self.write.addr, i_wdata=self.write.data,
+            i_raddr=self.read.addr, o_rdata=self.read.data)
