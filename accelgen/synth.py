@@ -42,7 +42,7 @@ _CELLS: dict[str, dict[str, tuple[str, int]]] = {
                "RAMB36E1": ("bram", 2), "RAM32M": ("lutram", 1), "RAM64M": ("lutram", 1),
                "RAM32X1D": ("lutram", 1), "RAM64X1D": ("lutram", 1), "RAM128X1D": ("lutram", 1)},
 }
-_FF_PREFIXES = {"ice40": ("SB_DFF",), "xilinx": ("FDRE", "FDSE", "FDCE", "FDPE"), "ecp5": ()}
+_FF_PREFIXES = {"ice40": ("SB_DFF",), "xilinx": ("FDRE", "FDSE", "FDCE", "FDPE")}   # ECP5: TRELLIS_FF above
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def _resources(cells: Mapping[str, int], target: str) -> Resources:
         if name in table:
             kind, each = table[name]
             counts[kind] += each * n
-        elif target == "ecp5" and name == "TRELLIS_FF" or name.startswith(_FF_PREFIXES.get(target, ())):
+        elif target in _FF_PREFIXES and name.startswith(_FF_PREFIXES[target]):
             counts["ff"] += n
         elif target == "generic":
             if name.startswith("_DFF") or name.startswith("_SDFF") or name.startswith("_DFFE"):

@@ -51,7 +51,7 @@ class Accelerator(wiring.Component):
         m = Module()
         s = self.s
         g = Geometry(m, s)
-        ctl = Controller.build(m, s, g)
+        ctl = Controller.build()
         m.d.comb += [self.busy.eq(ctl.running), self.done.eq(ctl.done)]
         l2 = L2.build(m, self.l2_words, s.noc_words_per_cycle)
         bus = HostBus.build(m, self, g, l2, s.noc_words_per_cycle, ctl.running, ctl.done, ctl.cycles)

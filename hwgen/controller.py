@@ -30,7 +30,7 @@ class Controller:
     engines_busy: Signal    # driven by the top level: any engine still working
 
     @classmethod
-    def build(cls, m: Module, s: HwStructure, g: Geometry) -> "Controller":
+    def build(cls) -> "Controller":
         """The controller's registers; :meth:`elaborate` adds its logic once the host bus (which
         reads them and gives ``start``) exists."""
         return cls(Signal(name="running"), Signal(name="done"), Signal(32, name="cycles"), Signal(name="go"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import ClockSignal, Instance, Module, Signal
+from amaranth.hdl import ClockSignal, Instance, Module, Shape, Signal
 
 __all__ = ["RAM_MODULE", "RAM_VERILOG", "Ram"]
 
@@ -50,7 +50,6 @@ class Ram:
     def __init__(self, m: Module, name: str, width: int, depth: int, *, signed: bool = False):
         abits = max(1, (depth - 1).bit_length())
         shape = (width, signed)
-        from amaranth.hdl import Shape
         self.read = _Port(Signal(abits, name=f"{name}_raddr"), Signal(Shape(*shape), name=f"{name}_rdata"),
                           Signal(name=f"{name}_ren"))
         self.write = _Port(Signal(abits, name=f"{name}_waddr"), Signal(Shape(*shape), name=f"{name}_wdata"),
