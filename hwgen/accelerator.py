@@ -4,8 +4,8 @@ tree, wired together.
 
 Timing follows ``docs/timing.md`` (and :mod:`costmodel.hwgen_preset`, which the ``hwgen`` cost
 model preset evaluates): the loop nest is walked in *slots*; slot ``k`` loads step ``k``,
-computes step ``k-1`` and drains step ``k-2``; it lasts one controller cycle plus the longest of
-the three engines.
+computes step ``k-1`` and drains step ``k-2``; it lasts as long as the longest of the three
+engines (at least one cycle): the next slot starts the cycle after.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from costmodel.hwgen_preset.structure import HwStructure
 
 from .compute import ORDER, Compute
 from .controller import Controller
-from .drain import Drain
+from .drain import Drain, drain_lanes
 from .geometry import CONFIG_REGS, Geometry
 from .hostbus import CTRL, REGION, HostBus
 from .l2 import L2
@@ -45,7 +45,7 @@ class Accelerator(wiring.Component):
     def pe(self) -> PE:
         """The one PE every position of the array instantiates (emitted as :data:`PE_MODULE`)."""
         s = self.s
-        return PE(s.pe_tile_max, s.max_stride, s.noc_words_per_cycle, s.simd_lanes)
+        return PE(s.pe_tile_max, s.max_stride, s.noc_words_per_cycle, s.simd_lanes, drain_lanes(s))
 
     def elaborate(self, platform):
         m = Module()
@@ -63,7 +63,7 @@ class Accelerator(wiring.Component):
         drain = Drain.build(m, s, g, ctl, l2, bus, pes, self)
         for u0, u1, pe in pes:
             self._wire_pe(m, g, ctl, loader, compute, pe, u0, u1)
-        m.d.comb += ctl.engines_busy.eq(loader.active | compute.active | drain.active)
+        m.d.comb += ctl.engines_continue.eq(loader.continues | compute.continues | drain.continues)
         return m
 
     @staticmethod

@@ -21,7 +21,7 @@ ORDER = ("k", "c", "y", "x", "f")     # outermost first
 
 @dataclass
 class Compute:
-    active: Signal
+    continues: Signal       # still busy next cycle (this issue is not the last)
     issue: Signal           # the PEs multiply this cycle
     counters: dict          # ORDER -> the position broadcast to the PEs
     filter_rs: Signal       # R*S of the layer
@@ -47,4 +47,4 @@ class Compute:
                     m.d.sync += mac[n].eq(mac[n] + steps_by[n])
                 with m.Elif(inner):
                     m.d.sync += mac[n].eq(0)
-        return cls(c_active, c_issue, mac, rs)
+        return cls(wire(m, c_issue & ~c_wrap[-1], "c_continues"), c_issue, mac, rs)

@@ -1,7 +1,9 @@
 """The controller: walks the dataflow's loop nest as an odometer and runs it in *slots*.  Slot
 ``k`` loads step ``k``, computes step ``k-1`` and drains step ``k-2`` (three step descriptors,
-``ld``, ``cp``, ``dr``); a slot starts (``go``, one cycle) when all three engines are idle, so
-it lasts one controller cycle plus the longest engine (``docs/timing.md``)."""
+``ld``, ``cp``, ``dr``).  Each engine tells the controller whether it will still be busy next
+cycle; in the cycle none will, the descriptors shift and ``go`` (a register) starts the next
+slot's engines the cycle after, so a slot lasts as long as its longest engine, at least the one
+``go`` cycle (``docs/timing.md``)."""
 
 from __future__ import annotations
 
@@ -27,14 +29,14 @@ class Controller:
     ld: Desc                # the step being loaded
     cp: Desc                # the step being computed
     dr: Desc                # the step being drained
-    engines_busy: Signal    # driven by the top level: any engine still working
+    engines_continue: Signal  # driven by the top level: an engine is still busy next cycle
 
     @classmethod
     def build(cls) -> "Controller":
         """The controller's registers; :meth:`elaborate` adds its logic once the host bus (which
         reads them and gives ``start``) exists."""
         return cls(Signal(name="running"), Signal(name="done"), Signal(32, name="cycles"), Signal(name="go"),
-                   Desc.named("ld"), Desc.named("cp"), Desc.named("dr"), Signal(name="engines_busy"))
+                   Desc.named("ld"), Desc.named("cp"), Desc.named("dr"), Signal(name="engines_continue"))
 
     def elaborate(self, m: Module, s: HwStructure, g: Geometry, start: Signal) -> None:
         """The odometer and the slot sequencing; ``start`` restarts the walk."""
@@ -81,7 +83,7 @@ class Controller:
             m.d.sync += [p.eq(0) for p in pos_b0 + pos_r1]
         with m.Elif(self.running):
             m.d.sync += [self.cycles.eq(self.cycles + 1), go.eq(0)]
-            with m.If(~go & ~self.engines_busy):
+            with m.If(~self.engines_continue):      # this is every engine's last busy cycle
                 with m.If(work):
                     m.d.sync += go.eq(1)
                     # dr <- cp, cp <- ld, ld <- pos, pos <- next

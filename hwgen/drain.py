@@ -1,7 +1,9 @@
 """The drain: for a step that finishes an output tile, walk the output groups (the PEs that do
-not share outputs) and each group's tile, one word a cycle; the reduction tree adds the partial
-sums of the PEs that share outputs (a reduction dimension spread across them), and the sum is
-added into L2 (read-modify-write, one cycle later)."""
+not share outputs) and each group's tile in runs of up to :func:`drain_lanes` consecutive words
+along X (the innermost dimension of the output L2 layout), one run a cycle; the reduction tree,
+one lane per word of the run, adds the partial sums of the PEs that share outputs (a reduction
+dimension spread across them), and the run is added into the ``W``-banked output L2
+(read-modify-write, one cycle later: any ``W`` consecutive words are one access)."""
 
 from __future__ import annotations
 
@@ -17,12 +19,18 @@ from .hostbus import HostBus
 from .l2 import L2
 from .pe import COORD, wire
 
-__all__ = ["Drain"]
+__all__ = ["Drain", "drain_lanes"]
+
+
+def drain_lanes(s: HwStructure) -> int:
+    """Words the drain collects a cycle: the NoC's ``W``, or fewer when no PE tile has a row that
+    long (a group's row is at most the largest X tile, so ``⌈X_g / lanes⌉ = ⌈X_g / W⌉``)."""
+    return max(1, min(s.noc_words_per_cycle, s.pe_tile_max["X"]))
 
 
 @dataclass
 class Drain:
-    active: Signal
+    continues: Signal       # still busy next cycle (a run issued now is written next cycle)
 
     @classmethod
     def build(cls, m: Module, s: HwStructure, g: Geometry, ctl: Controller, l2: L2, bus: HostBus,
@@ -50,14 +58,18 @@ class Drain:
         has_g0 = not red0 and s.spatial[0] is not None and n0 > 1
         next_g1_ok = ((g1 + 1 < n1) & valid_group(g0, g1 + 1)) if has_g1 else Const(0)
         next_g0_ok = ((g0 + 1 < n0) & valid_group(g0 + 1, 0)) if has_g0 else Const(0)
+        lanes, banks = drain_lanes(s), s.noc_words_per_cycle
+        lg = (banks - 1).bit_length()
         d_issue = wire(m, (ctl.go & dr.valid & dr.ends) | (d_active & ~d_tail), "d_issue")
-        x_last = wire(m, dx + 1 >= g_ext["X"], "x_last")
+        x_last = wire(m, dx + lanes >= g_ext["X"], "x_last")
         y_last = wire(m, x_last & (dy + 1 >= g_ext["Y"]), "y_last")
         k_last = wire(m, y_last & (dk + 1 >= g_ext["K"]), "k_last")
+        left = wire(m, (g_ext["X"] - dx)[:COORD], "dr_left", COORD)
+        length = wire(m, Mux(left < lanes, left, lanes), "dr_len", range(lanes + 1))
         with m.If(d_issue):
             m.d.sync += d_active.eq(1)
             with m.If(~x_last):
-                m.d.sync += dx.eq(dx + 1)
+                m.d.sync += dx.eq(dx + lanes)
             with m.Elif(~y_last):
                 m.d.sync += [dx.eq(0), dy.eq(dy + 1)]
             with m.Elif(~k_last):
@@ -75,26 +87,36 @@ class Drain:
         t = s.pe_tile_max
         dr_local = wire(m, (dk * t["Y"] + dy) * t["X"] + dx, "dr_local", COORD)
         out_addr = wire(m, ((gk0 + dk) * D["Y"] + gy0 + dy) * D["X"] + gx0 + dx, "out_addr", 32)
-        # reduction tree over the PEs of the current group
-        psums = []
+        # the reduction tree over the PEs of the current group, one lane per word of the run
+        psums = [[] for _ in range(lanes)]
         for u0, u1, pe in pes:
             in_group = Const(1)
             if not red0 and s.spatial[0] is not None:
                 in_group = in_group & (g0 == u0)
             if not red1 and s.spatial[1] is not None:
                 in_group = in_group & (g1 == u1)
-            psums.append(Mux(in_group, pe.psum, 0))
-            m.d.comb += [pe.dr_en.eq(d_issue & in_group), pe.dr_bank.eq(dr.bank_ps), pe.dr_addr.eq(dr_local)]
-        while len(psums) > 1:
-            psums = [wire(m, (psums[i] + psums[i + 1])[:32].as_signed(), "red", signed(32))
-                     if i + 1 < len(psums) else psums[i] for i in range(0, len(psums), 2)]
-        value_r = Signal(signed(32), name="value_r")
+            for j in range(lanes):
+                psums[j].append(Mux(in_group, pe.psum.word_select(j, 32).as_signed(), 0))
+            m.d.comb += [pe.dr_en.eq(d_issue & in_group), pe.dr_bank.eq(dr.bank_ps), pe.dr_addr.eq(dr_local),
+                         pe.dr_len.eq(length)]
+        value_r = [Signal(signed(32), name=f"value_r{j}") for j in range(lanes)]
+        for j, lane in enumerate(psums):
+            while len(lane) > 1:
+                lane = [wire(m, (lane[i] + lane[i + 1])[:32].as_signed(), f"red{j}", signed(32))
+                        if i + 1 < len(lane) else lane[i] for i in range(0, len(lane), 2)]
+            m.d.sync += value_r[j].eq(lane[0])
         addr_r = Signal(32, name="addr_r")
-        write_r = Signal(name="write_r")
-        m.d.sync += [value_r.eq(psums[0]), addr_r.eq(out_addr), write_r.eq(d_issue)]
-        rd, wr = l2.out_read, l2.out_write
-        m.d.comb += [rd.addr.eq(Mux(ctl.running, out_addr, bus.offset)), rd.en.eq(1)]
-        m.d.comb += [wr.addr.eq(Mux(ctl.running, addr_r, bus.offset)),
-                     wr.data.eq(Mux(ctl.running, rd.data + value_r, top.bus_wdata)),
-                     wr.en.eq(Mux(ctl.running, write_r, bus.out_write))]
-        return cls(d_active)
+        len_r = Signal(range(lanes + 1), name="len_r")
+        m.d.sync += [addr_r.eq(out_addr), len_r.eq(Mux(d_issue, length, 0))]
+        # bank b holds word a when a mod W == b: lane j = (b - a0) mod W of the run starting at a0
+        for b, (rd, wr) in enumerate(l2.outputs):
+            j_rd = (b - out_addr[:lg])[:lg] if lg else 0
+            j_wr = wire(m, (b - addr_r[:lg])[:lg] if lg else 0, f"dr_wlane{b}", range(max(2, banks)))
+            value = value_r[0]
+            for j in range(1, lanes):
+                value = Mux(j_wr == j, value_r[j], value)
+            m.d.comb += [rd.addr.eq(Mux(ctl.running, (out_addr + j_rd) >> lg, bus.out_row)), rd.en.eq(1)]
+            m.d.comb += [wr.addr.eq(Mux(ctl.running, (addr_r + j_wr) >> lg, bus.out_row)),
+                         wr.data.eq(Mux(ctl.running, rd.data + value, top.bus_wdata)),
+                         wr.en.eq(Mux(ctl.running, j_wr < len_r, bus.out_write[b]))]
+        return cls(d_issue)

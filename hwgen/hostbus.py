@@ -21,8 +21,8 @@ CTRL = {"start": 0, "status": 1, "cycles": 2, "config": 16}  # word offsets in t
 @dataclass
 class HostBus:
     start: Signal           # one cycle: the host wrote 1 to the start register
-    offset: object          # the bus word offset (the output region's address while idle)
-    out_write: Signal       # the host writes the output region (it clears it before a run)
+    out_row: object         # the row of the bus word offset in its bank (the output region's, while idle)
+    out_write: list         # per output bank: the host writes its word (it clears outputs before a run)
 
     @classmethod
     def build(cls, m: Module, top, g: Geometry, l2: L2, banks: int, running: Signal, done: Signal,
@@ -37,9 +37,13 @@ class HostBus:
                 if banks > 1:
                     hit = hit & (offset[:lg] == b)
                 m.d.comb += [wr.addr.eq(offset >> lg), wr.data.eq(top.bus_wdata[:8]), wr.en.eq(hit)]
-        out_write = Signal(name="host_out_we")
-        m.d.comb += out_write.eq(top.bus_we & (region == REGION["output"]) & ~running)
+        out_we = top.bus_we & (region == REGION["output"]) & ~running
+        out_write = [Signal(name=f"host_out_we{b}") for b in range(banks)]
+        for b, we in enumerate(out_write):
+            m.d.comb += we.eq(out_we & (offset[:lg] == b) if banks > 1 else out_we)
         region_r = Signal(4)
+        bank_r = Signal(max(1, lg), name="host_bank_r")       # the output bank read last cycle
+        m.d.sync += bank_r.eq(offset[:lg] if banks > 1 else 0)
         ctrl_r = Signal(32)
         m.d.sync += region_r.eq(region)
         with m.If(top.bus_re & (region == REGION["ctrl"])):
@@ -51,7 +55,8 @@ class HostBus:
                 for i, name in enumerate(CONFIG_REGS):
                     with m.Case(CTRL["config"] + i):
                         m.d.sync += ctrl_r.eq(g.cfg[name])
-        m.d.comb += top.bus_rdata.eq(Mux(region_r == REGION["output"], l2.out_read.data, ctrl_r))
+        out_data = Cat(*[rd.data for rd, _ in l2.outputs])
+        m.d.comb += top.bus_rdata.eq(Mux(region_r == REGION["output"], out_data.word_select(bank_r, 32), ctrl_r))
         start = Signal(name="start")
         with m.If(top.bus_we & (region == REGION["ctrl"]) & ~running):
             with m.Switch(offset):
@@ -60,4 +65,4 @@ class HostBus:
                 for i, name in enumerate(CONFIG_REGS):
                     with m.Case(CTRL["config"] + i):
                         m.d.sync += g.cfg[name].eq(top.bus_wdata)
-        return cls(start, offset, out_write)
+        return cls(start, offset >> lg, out_write)

@@ -1,6 +1,7 @@
-"""The banked L2: input and weight regions in ``W`` interleaved int8 banks (word ``a`` in bank
-``a mod W``), so the distribution NoC reads ``W`` consecutive words a cycle from any address;
-outputs in one int32 bank, read-modify-written by the drain."""
+"""The banked L2: every region in ``W`` interleaved banks (word ``a`` in bank ``a mod W``, row
+``a // W``), so any ``W`` consecutive words are one access: the distribution NoC reads ``W``
+int8 input or weight words a cycle, and the drain read-modify-writes up to ``W`` consecutive
+int32 outputs a cycle.  The host bus reads and writes one word at a time."""
 
 from __future__ import annotations
 
@@ -15,22 +16,20 @@ __all__ = ["L2"]
 
 @dataclass
 class L2:
-    """The memories' ports: ``inputs[b]`` / ``weights[b]`` are bank ``b``'s (read, write) ports."""
+    """The memories' ports: ``inputs[b]`` / ``weights[b]`` / ``outputs[b]`` are bank ``b``'s
+    (read, write) ports."""
 
     inputs: list
     weights: list
-    out_read: object
-    out_write: object
+    outputs: list
 
     @classmethod
     def build(cls, m: Module, words: dict[str, int], banks: int) -> "L2":
-        def banked(name: str) -> list:
+        def banked(name: str, width: int, signed: bool = False) -> list:
             depth = max(1, -(-words[name] // banks))
             ports = []
             for b in range(banks):
-                ram = Ram(m, f"l2_{name}_{b}", 8, depth)
+                ram = Ram(m, f"l2_{name}_{b}", width, depth, signed=signed)
                 ports.append((ram.read, ram.write))
             return ports
-        inputs, weights = banked("input"), banked("weight")
-        out = Ram(m, "l2_output", 32, max(1, words["output"]), signed=True)
-        return cls(inputs, weights, out.read, out.write)
+        return cls(banked("input", 8), banked("weight", 8), banked("output", 32, signed=True))

@@ -23,7 +23,7 @@ __all__ = ["Loader"]
 
 @dataclass
 class Loader:
-    active: Signal          # busy with a step's boxes (the controller waits for it)
+    continues: Signal       # still busy next cycle (an issue now is followed by its capture)
     lane_valid: Signal      # the lanes carry words this cycle
     lane_count: Signal      # how many (lanes 0 .. count-1)
     lane_weight: Signal     # which tensor: 0 input, 1 weight
@@ -108,4 +108,4 @@ class Loader:
             word_in = Cat(*[p[0].data for p in l2.inputs]).word_select(bank, 8) if W > 1 else l2.inputs[0][0].data
             word_w = Cat(*[p[0].data for p in l2.weights]).word_select(bank, 8) if W > 1 else l2.weights[0][0].data
             m.d.comb += lane_data[8 * j: 8 * j + 8].eq(Mux(lane_weight, word_w, word_in))
-        return cls(l_active, lane_valid, lane_count, lane_weight, lane_coord, lane_data)
+        return cls(issuing, lane_valid, lane_count, lane_weight, lane_coord, lane_data)

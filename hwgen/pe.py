@@ -4,8 +4,8 @@ double-buffered partial-sum tile, and an int8 x int8 -> int32 multiply-accumulat
 The PE keeps no schedule of its own.  The distribution NoC shows it up to ``W`` words a cycle,
 each with its tensor and coordinates; the PE captures every word inside its tile (the tile it is
 told for the step being loaded), which is how one word reaches every PE that needs it in the same
-cycle.  The compute engine broadcasts tile-local coordinates; the drain reads (and clears) one
-partial sum a cycle into the reduction tree.
+cycle.  The compute engine broadcasts tile-local coordinates; the drain reads (and clears) up to
+``drain_lanes`` consecutive partial sums of a row a cycle into the reduction tree.
 """
 
 from types import SimpleNamespace
@@ -36,11 +36,12 @@ def wire(m: Module, expr, name: str, shape=None) -> Signal:
 class PE(wiring.Component):
     """A PE sized by its largest tile: ``tile`` gives K C Y X R S maxima and ``max_stride``."""
 
-    def __init__(self, tile: dict[str, int], max_stride: int, lanes: int, simd: int = 1):
+    def __init__(self, tile: dict[str, int], max_stride: int, lanes: int, simd: int = 1, drain_lanes: int = 1):
         self.tile = dict(tile)
         self.max_stride = max_stride
         self.lanes = lanes          # NoC words per cycle
         self.simd = simd            # MAC lanes: consecutive filter positions r*S+s of one window
+        self.drain_lanes = drain_lanes  # partial sums read a cycle: consecutive words of a row
         t = self.tile
         self.in_rows = input_span(t["Y"], max_stride, t["R"])
         self.in_cols = input_span(t["X"], max_stride, t["S"])
@@ -67,8 +68,9 @@ class PE(wiring.Component):
             "cp_bank_in": In(1), "cp_bank_w": In(1), "cp_bank_ps": In(1),
             "cp_kn": In(c), "cp_cn": In(c), "cp_yn": In(c), "cp_xn": In(c),   # this PE's extents
             # -- drain
-            "dr_en": In(1), "dr_bank": In(1), "dr_addr": In(c),
-            "psum": Out(signed(32)),
+            "dr_en": In(1), "dr_bank": In(1), "dr_addr": In(c),   # words dr_addr .. dr_addr+dr_len-1
+            "dr_len": In(range(drain_lanes + 1)),
+            "psum": Out(unsigned(32 * drain_lanes)),              # word j in bits [32j, 32j+32)
         })
 
     def elaborate(self, platform):
@@ -152,13 +154,19 @@ class PE(wiring.Component):
         m.d.comb += mac.eq(ps_old + products[0])
 
         # ---- drain: read, clear ------------------------------------------------------------
-        m.d.comb += self.psum.eq(Mux(self.dr_bank, Array(regs["output"][1])[self.dr_addr],
-                                     Array(regs["output"][0])[self.dr_addr]))
+        # (a lane past the row, j >= dr_len, reads a word the drain ignores)
+        for j in range(self.drain_lanes):
+            a = wire(m, self.dr_addr + j, f"dr_a{j}", 16)
+            m.d.comb += self.psum[32 * j: 32 * j + 32].eq(
+                Mux(self.dr_bank, Array(regs["output"][1])[a], Array(regs["output"][0])[a]))
+        cleared = [wire(m, self.dr_en & (self.dr_addr == i) if self.drain_lanes == 1 else
+                        self.dr_en & (self.dr_addr <= i) & ((i - self.dr_addr)[:16] < self.dr_len), f"dr_clr{i}")
+                   for i in range(self.words["output"])]
         for b in range(2):
             for i, reg in enumerate(regs["output"][b]):
                 with m.If(self.mac_en & inside & (self.cp_bank_ps == b) & (ps_a == i)):
                     m.d.sync += reg.eq(mac)
-                with m.Elif(self.dr_en & (self.dr_bank == b) & (self.dr_addr == i)):
+                with m.Elif(cleared[i] & (self.dr_bank == b)):
                     m.d.sync += reg.eq(0)
         return m
 

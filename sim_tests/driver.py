@@ -15,7 +15,7 @@ region    contents
 ========  =======================================================================
 
 Reads return data on the cycle after ``bus_re``.  A GEMM ``A[M,K] @ B[K,N]`` runs as the 1x1
-convolution ``input = A^T`` (``[K][M][1]``), ``weight = B^T`` (``[N][K][1][1]``), output
+convolution ``input = A^T`` (``[K][1][M]``: M along the output columns), ``weight = B^T`` (``[N][K][1][1]``), output
 ``(A @ B)^T``.
 """
 
@@ -118,7 +118,7 @@ def make_job(structure: HwStructure, tiles: LayerTiles, layer: Layer, a: np.ndar
                             "one group / batch item at a time: give a layer with groups=1, N=1, batch=1",
                             where=f"layer {layer.name!r}")
     if isinstance(layer, GEMM):
-        xin = a.T.reshape(layer.K, layer.M, 1)
+        xin = a.T.reshape(layer.K, 1, layer.M)
         w = b.T.reshape(layer.N, layer.K, 1, 1)
         expected = (a @ b).T.reshape(-1)
     else:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .rules import LOOP_DIMS, OUTPUT_DIMS, TENSOR_LOOP_DIMS, TIMING, TimingConstants, check_timing, input_span
+from .rules import (LOOP_DIMS, TENSOR_LOOP_DIMS, TIMING, TimingConstants, check_timing, drain_runs, input_span,
+                    slot_cycles)
 from .structure import HwStructure, LayerTiles
 
 __all__ = ["fast_summary", "hwgen_cycles"]
@@ -71,7 +72,7 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
     n0 = int(np.prod(counts0)) if counts0 else 1
     D = {d: t.dims[d] for d in LOOP_DIMS}
     R, S, sy, sx, W = t.dims["R"], t.dims["S"], t.stride_y, t.stride_x, s.noc_words_per_cycle
-    tot = {"cycles": timing.finish_cycles, "steps": 0, "load_cycles": 0, "compute_cycles": 0,
+    tot = {"cycles": timing.start_cycles, "steps": 0, "load_cycles": 0, "compute_cycles": 0,
            "drain_cycles": 0, "bound_slots": {"load": 0, "compute": 0, "drain": 0}}
     l2r = {"input": 0, "weight": 0}
     l1w = {"input": 0, "weight": 0}
@@ -113,13 +114,8 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
         load = np.where(changed["input"] | changed["weight"], load + timing.load_latency_cycles, 0)
         window = -(-(R * S) // s.simd_lanes)
         compute = ext0["K"] * ext0["C"] * ext0["Y"] * ext0["X"] * window + timing.compute_latency_cycles
-        words = np.ones_like(compute)
-        for d in OUTPUT_DIMS:
-            words = words * (union[d] if d in s.spatial else ext0[d])
         L_all.append(load)
         C_all.append(compute)
-        Dr_all.append(-(-words // timing.drain_words_per_cycle) + timing.drain_latency_cycles)
-        Wd_all.append(words)
         Ch_all.append(changed["output"])
         # traffic
         l2r["input"] += int(np.sum(np.where(changed["input"], in_rows * in_run, 0)))
@@ -145,6 +141,10 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
                 in_words = in_words * u
             if d not in "KC":
                 w_words = w_words * u
+        # drain: Σ over groups (a product of per-dimension sums over the output dims' units)
+        rows = pe_sum("K", ident) * pe_sum("Y", ident)
+        Wd_all.append(rows * pe_sum("X", ident))
+        Dr_all.append(rows * pe_sum("X", lambda e: drain_runs(1, e, W)) + timing.drain_latency_cycles)
         l1w["input"] += int(np.sum(np.where(changed["input"], in_words, 0)))
         l1w["weight"] += int(np.sum(np.where(changed["weight"], w_words, 0)))
         macs += int(np.sum(pe_sum("K", ident) * pes_c * pe_sum("Y", ident) * pe_sum("X", ident))) * R * S
@@ -160,7 +160,7 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
     Cs = np.concatenate(([0], C, [0]))               # compute k-1
     Ds = np.concatenate((zero2, Dr))                 # drain k-2
     longest = np.maximum(np.maximum(Ls, Cs), Ds)
-    tot["cycles"] += int(np.sum(longest)) + (n + 2) * timing.slot_overhead_cycles
+    tot["cycles"] += int(np.sum(slot_cycles(longest, timing)))
     mid = slice(1, n + 1)
     is_c = (Cs[mid] >= Ls[mid]) & (Cs[mid] >= Ds[mid])      # rules.bounding_engine's ties
     is_l = ~is_c & (Ls[mid] >= Ds[mid])

@@ -4,7 +4,7 @@ driver (:mod:`sim_tests.driver`) import them from here, so each is written once.
 
 Dimensions are those of a convolution in output coordinates: ``K C Y X R S`` with ``Y``/``X``
 the output rows/columns.  A GEMM ``out[M,N] = A[M,K] @ B[K,N]`` is the 1x1 convolution with
-``K <- N``, ``C <- K``, ``Y <- M``, ``X = 1``.  ``docs/timing.md`` is the prose of the same rules.
+``K <- N``, ``C <- K``, ``Y = 1``, ``X <- M`` (A's rows along X, so they load as long runs).  ``docs/timing.md`` is the prose of the same rules.
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Mapping
 
+import numpy as np
+
 from ..base import AccelgenError
 from ..workload.problem import CONV_TENSOR_DIMS
 
 __all__ = ["HW_DIMS", "LOOP_DIMS", "OUTPUT_DIMS", "TENSOR_DIMS", "TENSOR_LOOP_DIMS", "ENGINES",
            "TimingConstants", "TIMING", "check_timing", "bounding_engine", "l1_words", "l1_bytes",
-           "input_span", "host_offset_bits", "WORD_BITS"]
+           "input_span", "host_offset_bits", "WORD_BITS", "slot_cycles", "drain_runs"]
 
 HW_DIMS = ("K", "C", "Y", "X", "R", "S")
 LOOP_DIMS = ("K", "C", "Y", "X")          # R and S are always whole inside a PE's tile
@@ -38,12 +40,14 @@ class TimingConstants:
     values the RTL is built with; :func:`check_timing` refuses any other, since the generator
     cannot build them."""
 
-    slot_overhead_cycles: int = 1   # the controller's cycle that starts a slot's engines
+    slot_overhead_cycles: int = 0   # no controller cycle between slots: the next slot's go is
+    #                                 registered in the longest engine's last busy cycle
+    min_slot_cycles: int = 1        # a slot lasts at least its go cycle, even with nothing to do
     load_latency_cycles: int = 1    # L2 read -> NoC -> L1 capture pipeline, after the last issue
     compute_latency_cycles: int = 0  # the MAC is one cycle: read L1, multiply, accumulate
     drain_latency_cycles: int = 1   # reduction tree -> L2 read-modify-write, after the last issue
-    finish_cycles: int = 1          # the controller's cycle that sees the last slot end
-    drain_words_per_cycle: int = 1  # the output collection bus
+    start_cycles: int = 1           # the controller's cycle after start that shifts step 0 in
+    #                                 (the drain's width is the structure's W: drain_runs)
 
 
 TIMING = TimingConstants()
@@ -62,6 +66,18 @@ def check_timing(timing: TimingConstants) -> TimingConstants:
 def bounding_engine(busy: Mapping[str, int]) -> str:
     """Which engine a slot waits on: the longest; compute wins ties, then load over drain."""
     return max(ENGINES, key=lambda e: (busy[e], e == "compute"))
+
+
+def slot_cycles(longest, timing: TimingConstants):
+    """Cycles of a slot whose longest engine is busy ``longest`` cycles (integers or numpy
+    arrays): the next slot's ``go`` is registered in that engine's last busy cycle."""
+    return np.maximum(longest + timing.slot_overhead_cycles, timing.min_slot_cycles)
+
+
+def drain_runs(rows, run, words_per_cycle: int):
+    """Collection cycles of ``rows`` rows of ``run`` output words along X, ``words_per_cycle``
+    consecutive words a cycle (integers or numpy arrays; the last chunk of a row may be short)."""
+    return rows * -(-run // words_per_cycle)
 
 
 def input_span(tile, stride, filt):

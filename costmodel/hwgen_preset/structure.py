@@ -18,7 +18,7 @@ from .rules import LOOP_DIMS, OUTPUT_DIMS, l1_words
 __all__ = ["HwStructure", "LayerTiles", "structure_of", "tiles_of", "structure_key"]
 
 _CONV_MAP = {"K": "K", "C": "C", "Y": "Y", "Y'": "Y", "X": "X", "X'": "X", "R": "R", "S": "S"}
-_GEMM_MAP = {"N": "K", "K": "C", "M": "Y"}
+_GEMM_MAP = {"N": "K", "K": "C", "M": "X"}   # M along X: A^T's rows are runs of M
 
 @dataclass(frozen=True)
 class HwStructure:
@@ -120,9 +120,9 @@ def structure_of(dataflow: Dataflow, layer: Layer, num_pes: int, *, noc_words_pe
     if spatial[0] is not None and (1, spatial[0]) in loops:
         # the inner level may only restate the cluster's tile (checked per layer): no loop
         loops.remove((1, spatial[0]))
-    if isinstance(layer, GEMM):                 # a 1x1 convolution with one output column
+    if isinstance(layer, GEMM):                 # a 1x1 convolution with one output row
         max_filter, max_stride = 1, 1
-        tiles.setdefault("X", None)
+        tiles.setdefault("Y", None)
     tile_max: dict[str, int] = {"R": max_filter, "S": max_filter}
     for d in LOOP_DIMS:
         m = tiles.get(d, 0)
@@ -179,8 +179,8 @@ def _hw_dims(layer: Layer) -> tuple[dict[str, int], dict[str, int], int, int, in
     """Loop sizes, the effective stride of the Y and X windows, input rows and columns as laid out
     in L2, and how many times the layer runs."""
     if isinstance(layer, GEMM):
-        return ({"K": layer.N, "C": layer.K, "Y": layer.M, "X": 1, "R": 1, "S": 1}, {"Y": 1, "X": 1},
-                layer.M, 1, layer.batch)
+        return ({"K": layer.N, "C": layer.K, "Y": 1, "X": layer.M, "R": 1, "S": 1}, {"Y": 1, "X": 1},
+                1, layer.M, layer.batch)
     p = problem_of(layer)
     d = p.dims
     return ({"K": d["K"], "C": d["C"], "Y": d["Y'"], "X": d["X'"], "R": d["R"], "S": d["S"]},

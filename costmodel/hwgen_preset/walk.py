@@ -21,7 +21,9 @@ from .rules import (
     TimingConstants,
     bounding_engine,
     check_timing,
+    drain_runs,
     input_span,
+    slot_cycles,
 )
 from .structure import HwStructure, LayerTiles
 
@@ -138,10 +140,11 @@ def step_costs(s: HwStructure, t: LayerTiles, step: Step, loaded: tuple[str, ...
     ext = [_extent(s, t, step, di, (0, 0))[1] for di in range(4)]
     window = -(-(t.dims["R"] * t.dims["S"]) // s.simd_lanes)     # lanes share one filter window
     compute = math.prod(ext) * window + timing.compute_latency_cycles
-    words = 0
+    runs = 0                      # each group's tile in runs of up to W words along X
     for g in _groups(s, t, step):
-        words += math.prod(_extent(s, t, step, LOOP_DIMS.index(d), g)[1] for d in OUTPUT_DIMS)
-    drain = -(-words // timing.drain_words_per_cycle) + timing.drain_latency_cycles
+        k, y, x = (_extent(s, t, step, LOOP_DIMS.index(d), g)[1] for d in OUTPUT_DIMS)
+        runs += drain_runs(k * y, x, w)
+    drain = runs + timing.drain_latency_cycles
     return {"load": load, "compute": compute, "drain": drain}
 
 
@@ -168,11 +171,10 @@ def schedule_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TI
                  "drain": drains[k - 2] if 2 <= k <= n + 1 else 0}
         if k == n + 1 and parts["drain"] == 0:
             continue
-        longest = max(parts.values())
-        total += timing.slot_overhead_cycles + longest
+        total += int(slot_cycles(max(parts.values()), timing))
         if 1 <= k <= n:
             bound[bounding_engine(parts)] += 1
-    total += timing.finish_cycles
+    total += timing.start_cycles
     return {"cycles": total, "steps": n, "load_cycles": sum(loads), "compute_cycles": sum(computes),
             "drain_cycles": sum(drains), "bound_slots": bound}
 
