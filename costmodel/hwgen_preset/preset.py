@@ -13,7 +13,7 @@ from ..workload.layers import Conv2D, Layer
 from ..workload.problem import problem_of
 from .fast import fast_summary
 from .rules import bounding_engine, l1_bytes
-from .structure import HwStructure, LayerTiles, structure_key, structure_of, tiles_of
+from .structure import HwStructure, LayerTiles, check_layer, structure_key, structure_of, tiles_of
 
 __all__ = ["hwgen_structure", "l2_split", "hwgen_layer", "check_generatable", "analyze_hwgen"]
 
@@ -45,6 +45,8 @@ def hwgen_structure(dataflow: Dataflow, layer: Layer, hw: Hardware, *,
     """The generated design's structure: its buffers hold filters up to 3x3 and strides up to 2,
     or more where a layer of ``fit`` needs it (the design made to run those layers)."""
     w = check_generatable(hw)
+    for other in fit:
+        check_layer(other)          # before its problem is laid out: the refusal names the field
     convs = [l for l in fit if isinstance(l, Conv2D)]
     max_filter = max([3] + [max(l.R, l.S) for l in convs])
     max_stride = max([2] + [max(problem_of(l).strides.values()) for l in convs])   # as laid out in L2

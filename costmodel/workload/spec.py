@@ -15,7 +15,7 @@ from ..base import CONFIGS, AccelgenError
 from .layers import Model
 from .maestro_files import load_maestro_file
 from .onnx_import import ImportReport, load_onnx
-from .yaml_io import load_workload_yaml, parse_layer_spec
+from .yaml_io import LAYER_TYPES, load_workload_yaml, parse_layer_spec
 from .zoo import ZOO, get_model
 
 __all__ = ["Workload", "workload_from_spec", "builtin_workloads", "WORKLOAD_SUFFIXES"]
@@ -44,7 +44,7 @@ def workload_from_spec(spec: str, option: str = "--model") -> Workload:
     """The model ``spec`` names; ``option`` names where it was given, for errors."""
     if spec in ZOO:
         return Workload(get_model(spec), "zoo")
-    if spec.split(":", 1)[0].lower() in ("conv2d", "gemm") and ":" in spec:
+    if spec.split(":", 1)[0].lower() in LAYER_TYPES and ":" in spec:
         return Workload(Model("layer", (parse_layer_spec(spec, name="layer"),)), "inline")
     suffix = Path(spec).suffix.lower()
     if suffix in (".yaml", ".yml"):
