@@ -21,8 +21,15 @@ from costmodel.design import load_design
 from costmodel.hardware import BUILTIN_HARDWARE, Hardware, builtin_hardware
 from costmodel.workload import GEMM, ZOO, ImportReport, Workload, workload_from_spec
 
-from .options import (add_hardware_arguments, add_input_shape_argument, add_output_arguments, emit_output,
-                      hardware_from_args, input_shapes, note)
+from .options import (
+    add_hardware_arguments,
+    add_input_shape_argument,
+    add_output_arguments,
+    emit_output,
+    hardware_from_args,
+    input_shapes,
+    note,
+)
 from .report import ReportContext, humanize_bytes, infeasible_summary, print_table, result_csv, result_json
 
 __all__ = ["analyze_arguments", "run_analyze", "list_arguments", "run_list", "PRESET_NOTES"]

@@ -92,8 +92,8 @@ _LAYER = "Layer L {\nType: CONV\nDimensions { K: 4, C: 2, R: 3, S: 3, Y: 8, X: 8
      "6: expected 'P' or 'L' after 'Cluster(4', found 'Q'"),
     ("Network n {\n" + _LAYER + "Dataflow {\n Spatialmap(1,1) K;\n}\n}\n}\n",
      "6: expected 'TemporalMap', 'SpatialMap', 'Cluster' or '}' in the Dataflow of layer 'L', found 'Spatialmap'"),
-    ("Network n {\nLayer L {\nType: POOL\n}\n}\n", "3: layer type 'POOL' is not supported; "
-                                                   "expected one of CONV, DSCONV, GEMM, BMM"),
+    ("Network n {\nLayer L {\nType: POOL\n}\n}\n", ("3: layer type 'POOL' is not supported; "
+                                                    "expected one of CONV, DSCONV, GEMM, BMM")),
     ("Network n {\nLayer L {\nType: CONVV\n}\n}\n",
      "3: expected a layer type (CONV, DSCONV, GEMM, BMM) after 'Type', found 'CONVV'"),
     ("Network n {\nLayer L {\nType: CONV\nDimensions { K: 4, C: abc }\n}\n}\n",
@@ -105,8 +105,8 @@ _LAYER = "Layer L {\nType: CONV\nDimensions { K: 4, C: 2, R: 3, S: 3, Y: 8, X: 8
     ("Network n {\nLayer L {\nType: DSCONV\nDimensions { K: 2, C: 2, R: 3, S: 3, Y: 8, X: 8 }\n}\n}\n",
      "4: layer 'L': a DSCONV layer has K: 1, not 2"),
     ("Network n {\nLayer L {\nType: TRCONV\nDimensions { K: 4, C: 2, R: 3, S: 3, Y: 8, X: 8 }\n}\n}\n",
-     "3: layer type 'TRCONV' is not supported (a .m layer gives no padding or output size to pin down its "
-     "meaning); expected one of CONV, DSCONV, GEMM, BMM, or a convtranspose2d layer in a workload YAML"),
+     ("3: layer type 'TRCONV' is not supported (a .m layer gives no padding or output size to pin down its "
+      "meaning); expected one of CONV, DSCONV, GEMM, BMM, or a convtranspose2d layer in a workload YAML")),
     ("Network n {\nLayer L {\nType: CONV\nDimensions { K: 4, C: 2, R: 3, S: 3, Y: 2, X: 8 }\n}\n}\n",
      "2: layer 'L': the 3x3 filter is larger than the padded 2x8 input"),
     ("Network n {\nLayer L {\nDimensions { K: 4, C: 2, R: 3, S: 3, Y: 8, X: 8 }\n}\n}\n", "2: layer 'L' has no 'Type'"),

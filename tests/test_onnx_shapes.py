@@ -174,8 +174,8 @@ def test_a_dynamic_batch_alone_defaults_to_one_with_a_note(tmp_path: Path) -> No
     y = net.conv("c1", net.input("images", ["N", 3, 16, 16]), 3, 8, 3, stride=2)
     model, report = load_onnx(net.save(tmp_path / "b.onnx", y, 4))
     assert model.layers == (Conv2D("c1", K=8, C=3, Y=16, X=16, R=3, S=3, stride=2, padding=1),)
-    assert report.notes == ("input 'images': dynamic batch dimension 'N' set to 1 (give --input-shape images=... "
-                            "for another)",)
+    assert report.notes == (("input 'images': dynamic batch dimension 'N' set to 1 (give --input-shape images=... "
+                             "for another)"),)
     model, report = load_onnx(tmp_path / "b.onnx", {"images": (4, 3, 16, 16)})
     assert model.layers[0].N == 4 and report.notes == ()
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..base import AccelgenError, read_bytes
 
-__all__ = ["import_onnx", "read_model", "Shapes", "parse_input_shape", "quote"]
+__all__ = ["Shapes", "import_onnx", "parse_input_shape", "quote", "read_model"]
 
 _MESSAGE_CHARS = 240   # of a message quoted from onnx
 _SHAPE_RE = re.compile(r"\s*([^=\s][^=]*?)\s*=\s*([0-9]+(?:\s*,\s*[0-9]+)*)\s*")

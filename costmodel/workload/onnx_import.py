@@ -24,9 +24,10 @@ a file that does not parse, a dynamic input without a size, a shape inference le
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..base import AccelgenError
 from .layers import Layer, Model
@@ -34,7 +35,7 @@ from .onnx_graph import Shapes, import_onnx, read_model
 from .onnx_ops import conv_fields, conv_transpose_fields, gemm_fields, matmul_fields, unmodelled_macs
 from .yaml_io import layer_from_dict
 
-__all__ = ["load_onnx", "ImportReport", "SkippedOps"]
+__all__ = ["ImportReport", "SkippedOps", "load_onnx"]
 
 _ONNX_DOMAINS = ("", "ai.onnx")
 # Modelled op types -> the positions of their two operands (data and weight, or A and B).

@@ -16,7 +16,8 @@ the nodes that multiply but have no layer here.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..base import AccelgenError
 from .onnx_graph import Shapes

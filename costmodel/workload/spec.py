@@ -8,9 +8,9 @@ YAML, a MAESTRO ``.m`` model (which also gives each layer's Dataflow text) or an
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from ..base import CONFIGS, AccelgenError
 from .layers import Model
@@ -20,7 +20,7 @@ from .onnx_import import ImportReport, load_onnx
 from .yaml_io import LAYER_TYPES, load_workload_yaml, parse_layer_spec
 from .zoo import ZOO, get_model
 
-__all__ = ["Workload", "workload_from_spec", "input_shapes_from_texts", "builtin_workloads", "WORKLOAD_SUFFIXES"]
+__all__ = ["WORKLOAD_SUFFIXES", "Workload", "builtin_workloads", "input_shapes_from_texts", "workload_from_spec"]
 
 WORKLOAD_SUFFIXES = (".yaml", ".yml", ".m", ".onnx")
 _BUILTIN = CONFIGS / "workloads"
