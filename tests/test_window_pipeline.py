@@ -205,3 +205,16 @@ def test_explore_with_hwgen_searches_per_axis_strides(tmp_path: Path, capsys):
     r = analyze_model(model, design.hardware, per_layer=[design.dataflow_for(l) for l in model.layers],
                       preset="hwgen")
     assert r.total["runtime_cycles"] == int(first["runtime_cycles"])
+
+
+def test_explore_refuses_once_a_layer_no_point_can_analyse(tmp_path: Path, capsys):
+    """An unevenly interleaved dilated layer (5 output rows, 2 interleaved convolutions) fails
+    every point: the search says why in one line instead of reporting 0 valid points."""
+    path = _write(tmp_path, MODEL["layers"] + [{**DILATED, "Y": 7, "padding": 2}])
+    space = tmp_path / "space.yaml"
+    space.write_text(yaml.safe_dump(SPACE))
+    assert main(["explore", "--model", path, "--space", str(space), "--out", str(tmp_path / "run"),
+                 "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "layer 'dil': dilation_y=2 with stride_y=1 interleaves 2 undilated" in err
+    assert "Y'=7 is a multiple of 2" in err and not (tmp_path / "run" / "pareto.csv").exists()
