@@ -21,7 +21,15 @@ from costmodel.design import load_design
 from costmodel.hardware import BUILTIN_HARDWARE, Hardware, builtin_hardware
 from costmodel.workload import GEMM, ZOO, ImportReport, Workload, workload_from_spec
 
-from .options import add_hardware_arguments, add_output_arguments, emit_output, hardware_from_args, note
+from .options import (
+    add_hardware_arguments,
+    add_input_shape_argument,
+    add_output_arguments,
+    emit_output,
+    hardware_from_args,
+    input_shapes,
+    note,
+)
 from .report import ReportContext, humanize_bytes, infeasible_summary, print_table, result_csv, result_json
 
 __all__ = ["analyze_arguments", "run_analyze", "list_arguments", "run_list", "PRESET_NOTES"]
@@ -47,7 +55,7 @@ def _plan(args: argparse.Namespace, hw: Hardware | None = None) -> _Plan:
                 raise AccelgenError(f"{option} does not combine with --design, which carries its own dataflows",
                                     where=option)
         design = load_design(args.design)
-        workload = workload_from_spec(args.model)
+        workload = workload_from_spec(args.model, input_shapes=input_shapes(args))
         num_pes = hw.num_pes if hw is not None else design.hardware.num_pes
         specs = tuple(design.dataflow_for(layer, num_pes) for layer in workload.model.layers)
         return _Plan(workload, specs, f"from {args.design}")
@@ -61,7 +69,7 @@ def _plan(args: argparse.Namespace, hw: Hardware | None = None) -> _Plan:
             raise AccelgenError("expected a MAESTRO .m mapping file", where=args.mapping)
         return _file_plan(workload)
 
-    workload = workload_from_spec(args.model)
+    workload = workload_from_spec(args.model, input_shapes=input_shapes(args))
     conv = dataflow_from_spec(args.dataflow) if args.dataflow is not None else None
     gemm = dataflow_from_spec(args.gemm_dataflow, "--gemm-dataflow") if args.gemm_dataflow is not None else None
     if conv is None and gemm is None and workload.layer_dataflows is not None:
@@ -126,6 +134,7 @@ def analyze_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"a built-in model ({', '.join(ZOO)}), a workload .yaml, an .onnx model or a "
                              "MAESTRO .m file (whose Dataflow blocks are used only when no dataflow option is "
                              "given)")
+    add_input_shape_argument(group)
     group.add_argument("--dataflow", metavar="NAME|FILE",
                        help=f"dataflow of the convolutions: {', '.join(LIBRARY)}, or a .yaml or .m file "
                             "(default: kcp; a GEMM dataflow here applies to the GEMMs)")

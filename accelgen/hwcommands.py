@@ -13,6 +13,8 @@ from costmodel.dataflow.spec import dataflow_from_spec, dataflow_kind, resolve_d
 from costmodel.hardware import builtin_hardware
 from costmodel.workload import GEMM, Layer, parse_layer_spec, workload_from_spec
 
+from .options import add_input_shape_argument, input_shapes
+
 __all__ = ["emit_arguments", "run_emit", "verify_arguments", "run_verify"]
 
 _DATAFLOW_HELP = "kcp, cp, xp, nmk (GEMM) or a dataflow file of the same shapes"
@@ -28,14 +30,17 @@ def emit_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", metavar="NAME|FILE|SPEC",
                         help="layers whose predicted cycles go into the manifest (the first one also "
                              "fixes the dataflow's shape; default: a 3x3 convolution or a GEMM)")
+    add_input_shape_argument(parser)
     parser.add_argument("--out", required=True, metavar="DIR", help="output folder")
 
 
-def _layers(spec: str | None, gemm: bool) -> list[Layer]:
+def _layers(spec: str | None, gemm: bool, shapes: dict[str, tuple[int, ...]] | None = None) -> list[Layer]:
     if spec is None:
+        if shapes:
+            raise AccelgenError("--input-shape needs --model FILE.onnx", where="--input-shape")
         return [parse_layer_spec("gemm:M=8,N=8,K=8" if gemm else "conv2d:K=8,C=8,Y=8,X=8,R=3,S=3",
                                  name="default")]
-    return list(workload_from_spec(spec).model.layers)
+    return list(workload_from_spec(spec, input_shapes=shapes).model.layers)
 
 
 def run_emit(args: argparse.Namespace) -> int:
@@ -44,7 +49,7 @@ def run_emit(args: argparse.Namespace) -> int:
     if args.design is None:
         hw = builtin_hardware(args.hw)
         spec = dataflow_from_spec(args.dataflow)
-        layers = _layers(args.model, dataflow_kind(spec) == "gemm")
+        layers = _layers(args.model, dataflow_kind(spec) == "gemm", input_shapes(args))
         print(emit_design(hw, lambda layer: resolve_dataflow(spec, layer, hw), layers, out))
         return 0
     from costmodel.design import load_design
@@ -53,7 +58,7 @@ def run_emit(args: argparse.Namespace) -> int:
     for kind in ("conv2d", "gemm"):
         if kind not in design.dataflows:
             continue
-        layers = [l for l in _layers(args.model, kind == "gemm") if isinstance(l, GEMM) == (kind == "gemm")]
+        layers = [l for l in _layers(args.model, kind == "gemm", input_shapes(args)) if isinstance(l, GEMM) == (kind == "gemm")]
         if not layers:
             layers = _layers(None, kind == "gemm")
         print(emit_design(hw, design.dataflow_for, layers, out / kind))

@@ -19,8 +19,10 @@ from costmodel.analysis import PRESETS
 from costmodel.base import AccelgenError, write_atomically
 from costmodel.design import load_design
 from costmodel.hardware import BUILTIN_HARDWARE, Hardware, builtin_hardware
+from costmodel.workload.spec import input_shapes_from_texts
 
-__all__ = ["PROG", "FORMATS", "positive_int", "non_negative_int", "bandwidth", "add_hardware_arguments",
+__all__ = ["PROG", "FORMATS", "positive_int", "non_negative_int", "bandwidth", "add_input_shape_argument",
+           "input_shapes", "add_hardware_arguments",
            "hardware_from_args", "add_output_arguments", "stdout_console", "emit_output", "note"]
 
 PROG = "accelgen"
@@ -69,6 +71,17 @@ _HW_OVERRIDES = (  # (option, attribute of args, with_overrides keyword)
     ("--noc-bw", "noc_bw", "noc_bw"),
     ("--noc-latency", "noc_latency", "noc_latency"),
 )
+
+
+def add_input_shape_argument(group: Any) -> None:
+    """``--input-shape NAME=D0,D1,...`` beside every ``--model`` that may be an ONNX file."""
+    group.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
+                       help="the shape of an ONNX model's input with dynamic sizes, e.g. x=1,3,640,640 "
+                            "(repeatable; a dynamic batch alone defaults to 1)")
+
+
+def input_shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
+    return input_shapes_from_texts(getattr(args, "input_shape", None) or [])
 
 
 def add_hardware_arguments(parser: argparse.ArgumentParser) -> None:

@@ -80,31 +80,36 @@ def random_operands(layer: Layer, seed: int) -> tuple[np.ndarray, np.ndarray]:
             rng.integers(-128, 128, (layer.K, layer.C, layer.R, layer.S), dtype=np.int64))
 
 
+def _padded(layer: Conv2D, x: np.ndarray) -> np.ndarray:
+    """``x[C, Y, X]`` padded exactly per side."""
+    return np.pad(x, ((0, 0), (layer.pad_top, layer.pad_bottom), (layer.pad_left, layer.pad_right)))
+
+
 def reference_output(layer: Layer, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """numpy's answer: ``[K, Y', X']`` for a convolution, ``[M, N]`` for a GEMM (int64)."""
     if isinstance(layer, GEMM):
         return a @ b
     assert isinstance(layer, Conv2D) and layer.groups == 1 and layer.N == 1
-    x = np.pad(a, ((0, 0), (layer.padding,) * 2, (layer.padding,) * 2))
-    st, R, S = layer.stride, layer.R, layer.S
+    x = _padded(layer, a)
+    sy, sx, dy, dx = layer.stride_y, layer.stride_x, layer.dilation_y, layer.dilation_x
     oy, ox = layer.Yo, layer.Xo
     out = np.zeros((layer.K, oy, ox), dtype=np.int64)
-    for r in range(R):
-        for s in range(S):
-            patch = x[:, r: r + (oy - 1) * st + 1: st, s: s + (ox - 1) * st + 1: st]
+    for r in range(layer.R):
+        for s in range(layer.S):
+            patch = x[:, r * dy: r * dy + (oy - 1) * sy + 1: sy, s * dx: s * dx + (ox - 1) * sx + 1: sx]
             out += np.einsum("kc,cyx->kyx", b[:, :, r, s], patch)
     return out
 
 
 def _input_layout(layer: Conv2D, x: np.ndarray, tiles: LayerTiles) -> np.ndarray:
-    """Pad, then keep only the rows and columns some window reads when the stride is wider than
-    the filter (the hardware then sees stride = filter size)."""
-    xp = np.pad(x, ((0, 0), (layer.padding,) * 2, (layer.padding,) * 2))
-    if layer.stride > layer.R:
-        rows = [y * layer.stride + r for y in range(layer.Yo) for r in range(layer.R)]
+    """Pad exactly per side, then keep only the rows (columns) some window reads when the stride
+    of that axis is wider than the filter (the hardware then sees stride = filter size)."""
+    xp = _padded(layer, x)
+    if layer.stride_y > layer.R:
+        rows = [y * layer.stride_y + r for y in range(layer.Yo) for r in range(layer.R)]
         xp = xp[:, rows, :]
-    if layer.stride > layer.S:
-        cols = [x_ * layer.stride + s for x_ in range(layer.Xo) for s in range(layer.S)]
+    if layer.stride_x > layer.S:
+        cols = [x_ * layer.stride_x + s for x_ in range(layer.Xo) for s in range(layer.S)]
         xp = xp[:, :, cols]
     assert xp.shape[1:] == (tiles.in_rows, tiles.in_cols), (xp.shape, tiles)
     return xp

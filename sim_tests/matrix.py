@@ -65,7 +65,8 @@ def layers(dataflow: str) -> list[Layer]:
 
 def random_layers(dataflow: str, seed: int, count: int) -> list[Layer]:
     """Random shapes, every dimension drawn on its own: sizes, filter rows and columns (up to
-    3x3; ``conv3x3`` dataflows keep 3x3), the stride (up to 3) and the padding (up to 2)."""
+    3x3; ``conv3x3`` dataflows keep 3x3), the stride of each axis (up to 3) and the padding of each
+    side (up to 2)."""
     import numpy as np
     rng = np.random.default_rng(seed)
     family = _cases()["dataflows"][dataflow]["random"]
@@ -75,12 +76,14 @@ def random_layers(dataflow: str, seed: int, count: int) -> list[Layer]:
             spec = f"gemm:M={rng.integers(1, 10)},N={rng.integers(1, 10)},K={rng.integers(1, 20)}"
         else:
             r, s = (3, 3) if family == "conv3x3" else (int(v) for v in rng.integers(1, 4, size=2))
-            stride, pad = int(rng.integers(1, 4)), int(rng.integers(0, 3))
+            sy, sx = (int(v) for v in rng.integers(1, 4, size=2))
+            top, bottom, left, right = (int(v) for v in rng.integers(0, 3, size=4))
             y, x = (int(v) for v in rng.integers(1, 9, size=2))
-            if y + 2 * pad < r or x + 2 * pad < s:
+            if y + top + bottom < r or x + left + right < s:
                 continue                                   # no output pixel: draw again
             spec = (f"conv2d:K={rng.integers(1, 8)},C={rng.integers(1, 12)},Y={y},X={x},R={r},S={s},"
-                    f"stride={stride},pad={pad}")
+                    f"stride_y={sy},stride_x={sx},pad_top={top},pad_bottom={bottom},pad_left={left},"
+                    f"pad_right={right}")
         out.append(parse_layer_spec(spec, name=f"R{len(out)}"))
     return out
 

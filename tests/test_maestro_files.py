@@ -35,6 +35,17 @@ def test_conv_dsconv_gemm_with_constants_and_comments() -> None:
     assert dataflows[3] == "TemporalMap(1,1) N; SpatialMap(1,1) M; TemporalMap(64,64) K; Cluster(64,L); SpatialMap(1,1) K"
 
 
+def test_stride_is_per_axis() -> None:
+    """MAESTRO's ``Stride {X: 2, Y: 1}`` sets each axis; outputs and MACs follow per axis."""
+    text = ("Network n {\nLayer L {\nType: CONV\nStride { X: 2, Y: 1 }\n"
+            "Dimensions { K: 4, C: 2, R: 3, S: 3, Y: 8, X: 9 }\n}\n}\n")
+    model, _ = parse_maestro_text(text)
+    (layer,) = model.layers
+    assert (layer.stride_y, layer.stride_x, layer.stride) == (1, 2, None)
+    yo, xo = (8 - 3) // 1 + 1, (9 - 3) // 2 + 1
+    assert (layer.Yo, layer.Xo) == (yo, xo) and layer.macs == 4 * 2 * 3 * 3 * yo * xo
+
+
 def test_gemm_and_bmm() -> None:
     pairs = read_maestro_file(DATA / "gemm_tiles.m")
     assert [layer for layer, _ in pairs] == [GEMM("PROJ", M=32, N=64, K=256),
@@ -81,8 +92,8 @@ _LAYER = "Layer L {\nType: CONV\nDimensions { K: 4, C: 2, R: 3, S: 3, Y: 8, X: 8
      "6: expected 'P' or 'L' after 'Cluster(4', found 'Q'"),
     ("Network n {\n" + _LAYER + "Dataflow {\n Spatialmap(1,1) K;\n}\n}\n}\n",
      "6: expected 'TemporalMap', 'SpatialMap', 'Cluster' or '}' in the Dataflow of layer 'L', found 'Spatialmap'"),
-    ("Network n {\nLayer L {\nType: POOL\n}\n}\n", "3: layer type 'POOL' is not supported; "
-                                                   "expected one of CONV, DSCONV, GEMM, BMM"),
+    ("Network n {\nLayer L {\nType: POOL\n}\n}\n", ("3: layer type 'POOL' is not supported; "
+                                                    "expected one of CONV, DSCONV, GEMM, BMM")),
     ("Network n {\nLayer L {\nType: CONVV\n}\n}\n",
      "3: expected a layer type (CONV, DSCONV, GEMM, BMM) after 'Type', found 'CONVV'"),
     ("Network n {\nLayer L {\nType: CONV\nDimensions { K: 4, C: abc }\n}\n}\n",
@@ -93,8 +104,9 @@ _LAYER = "Layer L {\nType: CONV\nDimensions { K: 4, C: 2, R: 3, S: 3, Y: 8, X: 8
      "4: expected a GEMM dimension (M, N, K) in layer 'L', found 'Y'"),
     ("Network n {\nLayer L {\nType: DSCONV\nDimensions { K: 2, C: 2, R: 3, S: 3, Y: 8, X: 8 }\n}\n}\n",
      "4: layer 'L': a DSCONV layer has K: 1, not 2"),
-    ("Network n {\nLayer L {\nType: CONV\nStride { X: 2 }\nDimensions { K: 4, C: 2, R: 3, S: 3, Y: 8, X: 8 }\n}\n}\n",
-     "4: layer 'L': Stride X=2 and Y=1 differ; expected one stride for both"),
+    ("Network n {\nLayer L {\nType: TRCONV\nDimensions { K: 4, C: 2, R: 3, S: 3, Y: 8, X: 8 }\n}\n}\n",
+     ("3: layer type 'TRCONV' is not supported (a .m layer gives no padding or output size to pin down its "
+      "meaning); expected one of CONV, DSCONV, GEMM, BMM, or a convtranspose2d layer in a workload YAML")),
     ("Network n {\nLayer L {\nType: CONV\nDimensions { K: 4, C: 2, R: 3, S: 3, Y: 2, X: 8 }\n}\n}\n",
      "2: layer 'L': the 3x3 filter is larger than the padded 2x8 input"),
     ("Network n {\nLayer L {\nDimensions { K: 4, C: 2, R: 3, S: 3, Y: 8, X: 8 }\n}\n}\n", "2: layer 'L' has no 'Type'"),

@@ -3,7 +3,9 @@
 Every accepted (layer, dataflow, hardware) must conserve MACs exactly, keep ``0 < utilization <= 1``,
 get no slower as the NoC gets faster, and give the same answer twice; every rejection, and every
 failure of the text parsers, must be one :class:`AccelgenError` line.  Hypothesis runs derandomized
-so that the examples (and the acceptance counts below) are the same on every run.
+so that the examples (and the acceptance counts below) are the same on every run.  Convolutions
+draw each axis's stride and each side's padding on their own; dilation and transposed convolutions
+under both presets are in ``test_properties_window.py``.
 """
 
 from __future__ import annotations
@@ -96,9 +98,10 @@ def conv_layers(draw: st.DrawFn) -> Conv2D:
     r = draw(st.sampled_from([1, 2, 3, 5]))
     c = draw(st.integers(1, 8))
     depthwise = c > 1 and draw(st.booleans())
+    pads = {side: draw(st.integers(0, 1)) for side in ("pad_top", "pad_bottom", "pad_left", "pad_right")}
     return Conv2D("conv", K=c if depthwise else draw(st.integers(1, 8)), C=c,
                   Y=draw(st.integers(r, 12)), X=draw(st.integers(r, 12)), R=r, S=r,
-                  stride=draw(st.integers(1, 3)), padding=draw(st.integers(0, 1)),
+                  stride_y=draw(st.integers(1, 3)), stride_x=draw(st.integers(1, 3)), **pads,
                   groups=c if depthwise else 1, N=draw(_BATCHES))
 
 

@@ -92,12 +92,13 @@ _GOOD = "{name: c1, type: conv2d, K: 4, C: 2, Y: 6, X: 6, R: 3, S: 3}"
      "layers[0].padding must be a non-negative integer, not -1"),
     ("layers:\n  - {name: c1, type: conv2d, K: 4, C: 2, Y: 6, X: 6, R: 3, S: 3, stirde: 2}\n",
      "layers[0].stirde is not a field of a conv2d layer; expected name, type, K, C, Y, X, R, S, "
-     "stride, padding, groups, N"),
+     "stride, stride_y, stride_x, padding, pad_top, pad_bottom, pad_left, pad_right, dilation, "
+     "dilation_y, dilation_x, groups, N"),
     ("layers:\n  - {name: c1, type: conv2d, C: 2, Y: 6, X: 6, R: 3, S: 3}\n",
      "layers[0].K is missing; a conv2d layer needs K, C, Y, X, R, S"),
     ("layers:\n  - {name: c1, type: conv3d, K: 4}\n",
-     "layers[0].type must be one of conv2d, dwconv, gemm, not 'conv3d'"),
-    ("layers:\n  - {name: c1, K: 4}\n", "layers[0].type is missing; expected one of conv2d, dwconv, gemm"),
+     "layers[0].type must be one of conv2d, dwconv, convtranspose2d, gemm, not 'conv3d'"),
+    ("layers:\n  - {name: c1, K: 4}\n", "layers[0].type is missing; expected one of conv2d, dwconv, convtranspose2d, gemm"),
     ("layers:\n  - {type: gemm, M: 1, N: 1, K: 1}\n", "layers[0].name is missing"),
     ("layers:\n  - {name: my layer, type: gemm, M: 1, N: 1, K: 1}\n",
      "layers[0].name must be a non-empty string without spaces, not 'my layer'"),
@@ -174,8 +175,8 @@ def test_describe_round_trips(layer: Conv2D | GEMM) -> None:
     ("gemm:M=4,M=5,N=8,K=16", "M is given twice"),
     ("gemm:M=4,N=8,,K=16", "expected KEY=VALUE, found ''"),
     ("gemm:M=-4,N=8,K=16", "M must be a positive integer, not '-4'"),
-    ("conv3d:K=1", "type must be one of conv2d, dwconv, gemm, not 'conv3d'"),
-    ("gemm", "expected TYPE:KEY=VALUE,... with TYPE one of conv2d, dwconv, gemm"),
+    ("conv3d:K=1", "type must be one of conv2d, dwconv, convtranspose2d, gemm, not 'conv3d'"),
+    ("gemm", "expected TYPE:KEY=VALUE,... with TYPE one of conv2d, dwconv, convtranspose2d, gemm"),
     ("conv2d:K=8,C=4,Y=6,X=6,R=3,S=3,groups=3", "groups=3 must divide C=4 and K=8"),
 ])
 def test_bad_layer_specs(spec: str, message: str) -> None:

@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Any, Callable, Mapping
 
 from ..base import AccelgenError
-from ..workload.layers import GEMM, Conv2D, Layer
+from ..workload.layers import GEMM, Conv2D, Layer, analysed_layer
 from .directives import CONV_DIMS, GEMM_DIMS, Cluster, Dataflow, TemporalMap, parse_dataflow
 
 __all__ = ["LIBRARY", "library_dataflow", "default_dataflow", "is_library_name", "canonical_name",
@@ -117,6 +117,7 @@ def library_dataflow(name: str, layer: Layer, num_pes: int, **params: Any) -> Da
     if template is None:
         raise AccelgenError(f"unknown dataflow {name!r}; the library has {', '.join(LIBRARY)} "
                             "(or give a YAML / .m file)", where="--dataflow")
+    layer = analysed_layer(layer)     # a transposed convolution runs as its direct equivalent
     kind = "gemm" if isinstance(layer, GEMM) else "conv2d"
     if template.layer_kind != kind:
         raise AccelgenError(f"library dataflow {key!r} is for {template.layer_kind} layers, not the "

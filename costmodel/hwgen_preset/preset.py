@@ -13,7 +13,7 @@ from ..workload.layers import Conv2D, Layer
 from ..workload.problem import problem_of
 from .fast import fast_summary
 from .rules import bounding_engine, l1_bytes
-from .structure import HwStructure, LayerTiles, structure_key, structure_of, tiles_of
+from .structure import HwStructure, LayerTiles, check_layer, structure_key, structure_of, tiles_of
 
 __all__ = ["hwgen_structure", "l2_split", "hwgen_layer", "check_generatable", "analyze_hwgen"]
 
@@ -40,12 +40,20 @@ def l2_split(hw: Hardware) -> dict[str, int]:
     return {"input": hw.l2_bytes // 4, "weight": hw.l2_bytes // 4, "output": hw.l2_bytes // 8}
 
 
+def _generatable(layer: Layer) -> bool:
+    try:
+        check_layer(layer)
+    except AccelgenError:
+        return False
+    return True
+
+
 def hwgen_structure(dataflow: Dataflow, layer: Layer, hw: Hardware, *,
                     fit: Sequence[Layer] = ()) -> HwStructure:
     """The generated design's structure: its buffers hold filters up to 3x3 and strides up to 2,
     or more where a layer of ``fit`` needs it (the design made to run those layers)."""
     w = check_generatable(hw)
-    convs = [l for l in fit if isinstance(l, Conv2D)]
+    convs = [l for l in fit if isinstance(l, Conv2D) and _generatable(l)]   # the others are refused per layer
     max_filter = max([3] + [max(l.R, l.S) for l in convs])
     max_stride = max([2] + [max(problem_of(l).strides.values()) for l in convs])   # as laid out in L2
     s = structure_of(dataflow, layer, hw.num_pes, noc_words_per_cycle=w, max_filter=max_filter,

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 from ..base import AccelgenError
 from ..dataflow.directives import Dataflow, SpatialMap, Sz
-from ..workload.layers import GEMM, Conv2D, Layer
+from ..workload.layers import GEMM, Conv2D, ConvTranspose2D, Layer
 from ..workload.problem import problem_of
 from .rules import LOOP_DIMS, OUTPUT_DIMS, l1_words
 
-__all__ = ["HwStructure", "LayerTiles", "structure_of", "tiles_of", "structure_key"]
+__all__ = ["HwStructure", "LayerTiles", "check_layer", "structure_of", "tiles_of", "structure_key"]
 
 _CONV_MAP = {"K": "K", "C": "C", "Y": "Y", "Y'": "Y", "X": "X", "X'": "X", "R": "R", "S": "S"}
 _GEMM_MAP = {"N": "K", "K": "C", "M": "X"}   # M along X: A^T's rows are runs of M
@@ -70,16 +70,27 @@ def _dim_map(layer: Layer) -> dict[str, str]:
     return _GEMM_MAP if isinstance(layer, GEMM) else _CONV_MAP
 
 
-def _check_layer(layer: Layer) -> None:
-    if isinstance(layer, Conv2D) and layer.depthwise:
+def check_layer(layer: Layer) -> None:
+    """Refuse what the generated hardware cannot run correctly yet (one line naming the field)."""
+    where = f"layer {layer.name!r}"
+    if isinstance(layer, ConvTranspose2D):
+        raise AccelgenError("hwgen generates direct convolutions and GEMMs; transposed convolutions are "
+                            "not generated yet (analyse them with --preset maestro)", where=where)
+    if not isinstance(layer, Conv2D):
+        return
+    if layer.depthwise:
         raise AccelgenError("hwgen generates dense convolutions and GEMMs; depthwise layers are not "
-                            "generated yet (analyse them with --preset maestro)", where=f"layer {layer.name!r}")
+                            "generated yet (analyse them with --preset maestro)", where=where)
+    for field in ("dilation_y", "dilation_x"):
+        if getattr(layer, field) != 1:
+            raise AccelgenError(f"{field}={getattr(layer, field)}: the generated PEs read windows of adjacent "
+                                "rows and columns, dilation 1 only (analyse it with --preset maestro)", where=where)
 
 
 def structure_of(dataflow: Dataflow, layer: Layer, num_pes: int, *, noc_words_per_cycle: int = 1,
                  max_filter: int = 3, max_stride: int = 2, simd_lanes: int = 1) -> HwStructure:
     """The generation-time structure of ``dataflow`` (as rendered for ``layer``) on ``num_pes``."""
-    _check_layer(layer)
+    check_layer(layer)
     where = dataflow.name
     levels = dataflow.levels()
     if len(levels) > 2:
@@ -191,7 +202,7 @@ def tiles_of(structure: HwStructure, dataflow: Dataflow, layer: Layer) -> LayerT
     """The run-time tiles of ``layer`` under ``dataflow`` (rendered for it), checked against the
     generated ``structure`` and its buffers: a layer that does not fit is refused here, by the
     host, with the reason."""
-    _check_layer(layer)
+    check_layer(layer)
     where = f"layer {layer.name!r}"
     dims, strides, in_rows, in_cols, repeat = _hw_dims(layer)
     if isinstance(layer, Conv2D):

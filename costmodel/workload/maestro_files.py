@@ -11,6 +11,7 @@ layers and mappings it used.  The grammar is MAESTRO's DFSL (``DFSL_parser.hpp``
   where ``a``/``b``/``n`` are integers, Constants or ``Sz(D)`` (the full size of dimension D).
 
 Meaning, as MAESTRO defines it: ``Y``/``X`` are input sizes without padding (padding 0);
+``Stride {X: sx, Y: sy}`` is per axis (``stride_x``, ``stride_y``);
 ``DSCONV`` writes ``K: 1`` and filters each of the ``C`` channels separately, which is our
 ``Conv2D(K=C, C=C, groups=C)``; ``GEMM`` ``Dimensions {N, K, M}`` is ``out[M,N] = A[M,K] B[K,N]``;
 ``BMM`` adds a batch ``B``.  A layer without a Dataflow block reuses the previous layer's dataflow,
@@ -210,6 +211,11 @@ class _Parser:
             seen.add(token.text)
             if token.text == "Type":
                 kind = self.take("a layer type", "Type")
+                if kind.text == "TRCONV":
+                    raise self.error(kind, "layer type 'TRCONV' is not supported (a .m layer gives no "
+                                           "padding or output size to pin down its meaning); expected one of "
+                                           f"{', '.join(_SUPPORTED_TYPES)}, or a convtranspose2d layer in "
+                                           "a workload YAML")
                 if kind.text in _UNSUPPORTED_TYPES:
                     raise self.error(kind, f"layer type {kind.text!r} is not supported; "
                                            f"expected one of {', '.join(_SUPPORTED_TYPES)}")
@@ -301,9 +307,6 @@ class _Parser:
         if kind in ("GEMM", "BMM") and (sx != 1 or sy != 1):
             raise self.error(draft.stride["X" if sx != 1 else "Y"][1],
                              f"{where}: a {kind} layer has no stride, found {max(sx, sy)}")
-        if sx != sy:
-            raise self.error(draft.stride["X" if "X" in stride else "Y"][1],
-                             f"{where}: Stride X={sx} and Y={sy} differ; expected one stride for both")
         if kind == "DSCONV" and size.get("K", 1) != 1:
             raise self.error(draft.dims["K"][1], f"{where}: a DSCONV layer has K: 1, not {size['K']}")
         try:  # the layer's own checks, e.g. a filter larger than its input
@@ -311,7 +314,7 @@ class _Parser:
                 return GEMM(draft.name, M=size["M"], N=size["N"], K=size["K"], batch=size.get("B", 1))
             k, groups = (size["C"], size["C"]) if kind == "DSCONV" else (size["K"], 1)
             return Conv2D(draft.name, K=k, C=size["C"], Y=size["Y"], X=size["X"], R=size["R"], S=size["S"],
-                          N=size.get("N", 1), stride=sx, groups=groups)
+                          N=size.get("N", 1), stride_y=sy, stride_x=sx, groups=groups)
         except AccelgenError as exc:
             raise self.error(draft.start, str(exc)) from None
 

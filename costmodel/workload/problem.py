@@ -7,9 +7,11 @@ analysis itself is generic over it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
-from .layers import GEMM, Conv2D, Layer
+from ..base import AccelgenError
+from .layers import GEMM, Conv2D, Layer, analysed_layer
 
 __all__ = ["Tensor", "Problem", "problem_of", "CONV_TENSOR_DIMS"]
 
@@ -54,11 +56,36 @@ class Problem:
         return sorted({d for t in self.inputs for d in t.dims})
 
 
+def _dilated_axis(layer: Conv2D, axis: str, out: int, stride: int, dilation: int, filt: int) -> tuple[int, int, int]:
+    """A dilated axis as interleaved undilated convolutions: ``(input rows, stride, count)`` of one.
+
+    Output ``y`` reads rows ``y*stride + r*dilation``.  With ``g = gcd(stride, dilation)`` only
+    every g-th row is read; of those, the outputs ``y = j (mod dilation/g)`` read one residue
+    class of rows with the undilated filter and stride ``stride/g``.  The classes are disjoint, so
+    the analysis runs one of them ``dilation/g`` times, which is exact (MACs and traffic) when
+    every class has the same number of outputs."""
+    g = math.gcd(stride, dilation)
+    step, classes = stride // g, dilation // g
+    if out == 1:
+        classes = 1
+    if out % classes:
+        dim = "Y'" if axis == "y" else "X'"
+        raise AccelgenError(
+            f"dilation_{axis}={dilation} with stride_{axis}={stride} interleaves {classes} undilated "
+            f"convolutions, which the step model analyses exactly only when {dim}={out} is a multiple of "
+            f"{classes}; pad the input to such a size, or use dilation 1", where=f"layer {layer.name!r}")
+    sub = out // classes
+    return (sub - 1) * step + filt, step, classes
+
+
 def problem_of(layer: Layer, *, with_batch: bool = False) -> Problem:
     """The analysed problem of one layer: one group of a grouped convolution, and one batch item
     of a batched GEMM unless ``with_batch`` (the dataflow maps the batch ``B``); ``repeat`` says
     how many times it runs.  For convolutions ``with_batch`` keeps a batch ``N`` of size 1 (a
-    dataflow that names ``N``); a batch larger than 1 is always analysed."""
+    dataflow that names ``N``); a batch larger than 1 is always analysed.  A transposed
+    convolution is analysed as its equivalent direct one; a dilated axis as interleaved
+    undilated convolutions (:func:`_dilated_axis`)."""
+    layer = analysed_layer(layer)
     dims = layer.dims()
     if isinstance(layer, GEMM):
         b = ("B",) if with_batch else ()
@@ -81,16 +108,24 @@ def problem_of(layer: Layer, *, with_batch: bool = False) -> Problem:
                    Tensor("output", n + CONV_TENSOR_DIMS["output"], is_output=True))
     full = dict(dims)
     strides = {}
-    for ref, filt, out in (("Y", "R", layer.Yo), ("X", "S", layer.Xo)):
-        if layer.stride > dims[filt]:
+    repeat = layer.repeat
+    for ref, filt, out, stride, dilation in (("Y", "R", layer.Yo, layer.stride_y, layer.dilation_y),
+                                             ("X", "S", layer.Xo, layer.stride_x, layer.dilation_x)):
+        rows = dims[ref]
+        assert stride is not None and dilation is not None
+        if dilation > 1:
+            rows, stride, classes = _dilated_axis(layer, ref.lower(), out, stride, dilation, dims[filt])
+            out //= classes
+            repeat *= classes
+        if stride > dims[filt]:
             # Windows further apart than they are wide never touch the rows between them:
             # analyse only the rows some window reads, back to back (stride = filter size).
             full[ref] = out * dims[filt]
             strides[ref] = dims[filt]
         else:
-            full[ref] = dims[ref]
-            strides[ref] = layer.stride
+            full[ref] = rows
+            strides[ref] = stride
         full[ref + "'"] = out
     allowed = ("N", "K", "C", "Y", "X", "R", "S", "Y'", "X'")
     return Problem("conv2d", layer.layer_type, full, tensors, {"Y": "R", "X": "S"}, strides, allowed,
-                   layer.repeat)
+                   repeat)

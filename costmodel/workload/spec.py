@@ -8,17 +8,19 @@ YAML, a MAESTRO ``.m`` model (which also gives each layer's Dataflow text) or an
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..base import CONFIGS, AccelgenError
 from .layers import Model
 from .maestro_files import load_maestro_file
+from .onnx_graph import parse_input_shape
 from .onnx_import import ImportReport, load_onnx
-from .yaml_io import load_workload_yaml, parse_layer_spec
+from .yaml_io import LAYER_TYPES, load_workload_yaml, parse_layer_spec
 from .zoo import ZOO, get_model
 
-__all__ = ["Workload", "workload_from_spec", "builtin_workloads", "WORKLOAD_SUFFIXES"]
+__all__ = ["WORKLOAD_SUFFIXES", "Workload", "builtin_workloads", "input_shapes_from_texts", "workload_from_spec"]
 
 WORKLOAD_SUFFIXES = (".yaml", ".yml", ".m", ".onnx")
 _BUILTIN = CONFIGS / "workloads"
@@ -40,11 +42,27 @@ class Workload:
     import_report: ImportReport | None = None
 
 
-def workload_from_spec(spec: str, option: str = "--model") -> Workload:
-    """The model ``spec`` names; ``option`` names where it was given, for errors."""
+def input_shapes_from_texts(texts: Sequence[str], option: str = "--input-shape") -> dict[str, tuple[int, ...]]:
+    """``["x=1,3,640,640", ...]`` -> ``{"x": (1, 3, 640, 640)}``; an input named twice is refused."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for text in texts:
+        name, sizes = parse_input_shape(text, option)
+        if name in shapes:
+            raise AccelgenError(f"input {name!r} is given twice", where=option)
+        shapes[name] = sizes
+    return shapes
+
+
+def workload_from_spec(spec: str, option: str = "--model",
+                       input_shapes: Mapping[str, Sequence[int]] | None = None) -> Workload:
+    """The model ``spec`` names; ``option`` names where it was given, for errors.  ``input_shapes``
+    fixes an ONNX model's dynamic input sizes (``{"x": (1, 3, 640, 640)}``); it is refused for
+    anything else."""
+    if input_shapes and Path(spec).suffix.lower() != ".onnx":
+        raise AccelgenError(f"--input-shape applies to ONNX models; {spec!r} is not an .onnx file", where=option)
     if spec in ZOO:
         return Workload(get_model(spec), "zoo")
-    if spec.split(":", 1)[0].lower() in ("conv2d", "gemm") and ":" in spec:
+    if spec.split(":", 1)[0].lower() in LAYER_TYPES and ":" in spec:
         return Workload(Model("layer", (parse_layer_spec(spec, name="layer"),)), "inline")
     suffix = Path(spec).suffix.lower()
     if suffix in (".yaml", ".yml"):
@@ -53,7 +71,7 @@ def workload_from_spec(spec: str, option: str = "--model") -> Workload:
         model, dataflows = load_maestro_file(spec)
         return Workload(model, spec, tuple(dataflows))
     if suffix == ".onnx":
-        model, report = load_onnx(spec)
+        model, report = load_onnx(spec, input_shapes)
         return Workload(model, spec, import_report=report)
     if Path(spec).exists():
         raise AccelgenError("is not a workload file; expected a built-in model name or a file ending in "

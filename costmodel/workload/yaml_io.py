@@ -13,7 +13,14 @@ File schema::
       - {name: c1, type: conv2d, K: 64, C: 3, Y: 224, X: 224, R: 3, S: 3,
          stride: 1, padding: 1, groups: 1, N: 1}          # stride/padding/groups/N optional
       - {name: dw, type: dwconv, C: 64, Y: 56, X: 56, R: 3, S: 3}   # groups = K = C
+      - {name: c2, type: conv2d, K: 8, C: 8, Y: 32, X: 100, R: 3, S: 3,
+         stride_y: 2, stride_x: 1, pad_top: 0, pad_bottom: 1, dilation: 2}  # per axis / per side
+      - {name: up, type: convtranspose2d, K: 8, C: 16, Y: 20, X: 20, R: 2, S: 2, stride: 2}
       - {name: fc, type: gemm, M: 1, N: 1000, K: 4096, batch: 1}    # batch optional
+
+``stride``, ``padding`` and ``dilation`` set every axis (side) at once; ``stride_y``/``stride_x``,
+``pad_top``/``pad_bottom``/``pad_left``/``pad_right`` and ``dilation_y``/``dilation_x`` set one (a
+shorthand and a per-axis field that disagree are refused).
 
 Inline specs (``conv2d:K=8,C=4,Y=6,X=6,R=3,S=3,stride=1``, ``gemm:M=4,N=8,K=16``) take the same
 keys, plus ``pad`` as an alias of ``padding`` so that :meth:`Conv2D.describe` round-trips.
@@ -27,27 +34,35 @@ from pathlib import Path
 from typing import Any, Literal, Mapping
 
 from ..base import AccelgenError, load_yaml, read_text
-from .layers import GEMM, Conv2D, Layer, Model
+from .layers import GEMM, Conv2D, ConvTranspose2D, Layer, Model
 
 __all__ = ["load_workload_yaml", "parse_workload_yaml", "workload_from_dict", "layer_from_dict",
            "parse_layer_spec", "LAYER_TYPES"]
 
-LayerType = Literal["conv2d", "dwconv", "gemm"]
-LAYER_TYPES: tuple[LayerType, ...] = ("conv2d", "dwconv", "gemm")
+LayerType = Literal["conv2d", "dwconv", "convtranspose2d", "gemm"]
+LAYER_TYPES: tuple[LayerType, ...] = ("conv2d", "dwconv", "convtranspose2d", "gemm")
 
 # Per layer type: the required fields (positive integers), then the optional ones and their defaults
 # (``padding`` may be 0; a ``None`` default is derived from other fields below).
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "conv2d": ("K", "C", "Y", "X", "R", "S"),
     "dwconv": ("C", "Y", "X", "R", "S"),
+    "convtranspose2d": ("K", "C", "Y", "X", "R", "S"),
     "gemm": ("M", "N", "K"),
 }
+# The window fields: a shorthand (stride, padding, dilation) or its per-axis / per-side fields.
+_WINDOW: dict[str, int | None] = {
+    "stride": None, "stride_y": None, "stride_x": None,
+    "padding": None, "pad_top": None, "pad_bottom": None, "pad_left": None, "pad_right": None,
+    "dilation": None, "dilation_y": None, "dilation_x": None}
 _DEFAULTS: dict[str, dict[str, int | None]] = {
-    "conv2d": {"stride": 1, "padding": 0, "groups": 1, "N": 1},
+    "conv2d": {**_WINDOW, "groups": 1, "N": 1},
     # K and groups of a depthwise layer are implied by C; if given they must agree with it.
-    "dwconv": {"stride": 1, "padding": 0, "N": 1, "K": None, "groups": None},
+    "dwconv": {**_WINDOW, "N": 1, "K": None, "groups": None},
+    "convtranspose2d": {**_WINDOW, "groups": 1, "N": 1, "output_pad_y": 0, "output_pad_x": 0},
     "gemm": {"batch": 1},
 }
+_MAY_BE_ZERO = ("padding", "pad_top", "pad_bottom", "pad_left", "pad_right", "output_pad_y", "output_pad_x")
 _TOP_KEYS = ("name", "layers")
 _INT_RE = re.compile(r"[0-9]{1,18}")  # ASCII digits only; 18 keeps int() far from its size guard
 
@@ -99,7 +114,7 @@ def _build_layer(where: str, prefix: str, kind: object, fields: Mapping[Any, obj
         values[key] = _check_int(where, prefix + key, fields[key], minimum=1)
     for key, default in defaults.items():
         if key in fields:
-            values[key] = _check_int(where, prefix + key, fields[key], minimum=0 if key == "padding" else 1)
+            values[key] = _check_int(where, prefix + key, fields[key], minimum=0 if key in _MAY_BE_ZERO else 1)
         elif default is not None:
             values[key] = default
     if kind == "dwconv":
@@ -110,6 +125,8 @@ def _build_layer(where: str, prefix: str, kind: object, fields: Mapping[Any, obj
     try:
         if kind == "gemm":
             return GEMM(name, **values)
+        if kind == "convtranspose2d":
+            return ConvTranspose2D(name, **values)
         return Conv2D(name, **values)
     except AccelgenError as exc:  # shape checks that span fields (groups, filter vs input)
         text = str(exc)
