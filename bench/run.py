@@ -127,6 +127,30 @@ def bench_rtl_resources(hardware: str, target: str = "ecp5") -> None:
           else "rtl_fmax_mhz: not measured (place and route of the whole design is not wired in yet)")
 
 
+def bench_rtl_256pe() -> None:
+    """Wall time to generate, build (fresh, in Verilator) and run one layer on the 256-PE design
+    of ``sim_tests/test_large_array.py``; the issue's goal is a build under 2 minutes."""
+    import os
+    import subprocess
+    import tempfile
+    code = ("from sim_tests import matrix; from sim_tests.test_large_array import DATAFLOW, LAYER; "
+            "from sim_tests.runner import verify_layer; from costmodel.workload import parse_layer_spec; "
+            "r = verify_layer(matrix.dataflow_spec(DATAFLOW), matrix.array('pe256'), "
+            "parse_layer_spec(LAYER, name='big'), 'verilator', seed=3); "
+            "print(r['measured_cycles'] == r['predicted_cycles'] and r['bit_exact'])")
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, ACCELGEN_SIM_BUILD=tmp, OBJCACHE="")
+        start = time.perf_counter()
+        run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        seconds = time.perf_counter() - start
+    if run.returncode != 0:
+        print(f"rtl_build_256pe_s: failed ({(run.stderr.strip().splitlines() or ['?'])[-1]})")
+        return
+    exact = run.stdout.strip().splitlines()[-1] == "True"
+    print(f"rtl_build_256pe_s: {seconds:.0f} s (generate, fresh Verilator build, run; "
+          f"{'exact' if exact else 'NOT exact'}; goal < 120 s for the build)")
+
+
 def main() -> int:
     for name, one_layer in (("dse_one_layer", True), ("dse_resnet50", False)):
         rates = {w: bench_dse(one_layer, w) for w in (1, 2)}
@@ -147,6 +171,7 @@ def main() -> int:
     print(f"hwgen_layer_eval: {layers:.1f} evals/s (ResNet-50 layers, kcp / nmk on small)")
     for hardware in ("tiny", "small"):
         bench_rtl_resources(hardware)
+    bench_rtl_256pe()
     return 0
 
 

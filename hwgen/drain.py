@@ -1,6 +1,8 @@
 """The drain: for a step that finishes an output tile, walk the output groups (the PEs that do
 not share outputs) and each group's tile in runs of up to :func:`drain_lanes` consecutive words
-along X (the innermost dimension of the output L2 layout), one run a cycle; the reduction tree,
+along X (the innermost dimension of the output L2 layout), one run a cycle; or, when each group
+holds one output column side by side (``HwStructure.drain_across_groups``), runs of up to ``W``
+groups' words at once.  The reduction tree,
 one lane per word of the run, adds the partial sums of the PEs that share outputs (a reduction
 dimension spread across them), and the run is added into the ``W``-banked output L2
 (read-modify-write, one cycle later: any ``W`` consecutive words are one access)."""
@@ -23,9 +25,20 @@ __all__ = ["Drain", "drain_lanes"]
 
 
 def drain_lanes(s: HwStructure) -> int:
-    """Words the drain collects a cycle: the NoC's ``W``, or fewer when no PE tile has a row that
-    long (a group's row is at most the largest X tile, so ``⌈X_g / lanes⌉ = ⌈X_g / W⌉``)."""
+    """Words the drain reads from one PE a cycle: the NoC's ``W``, or fewer when no PE tile has a
+    row that long (a group's row is at most the largest X tile, so ``⌈X_g / lanes⌉ = ⌈X_g / W⌉``);
+    one when the drain collects across groups."""
+    if s.drain_across_groups is not None:
+        return 1
     return max(1, min(s.noc_words_per_cycle, s.pe_tile_max["X"]))
+
+
+def collection_lanes(s: HwStructure) -> int:
+    """Words the drain collects a cycle: a PE's run, or one word from each of up to ``W`` groups."""
+    lv = s.drain_across_groups
+    if lv is None:
+        return drain_lanes(s)
+    return min(s.noc_words_per_cycle, (s.n0, s.n1)[lv])
 
 
 @dataclass
@@ -58,13 +71,26 @@ class Drain:
         has_g0 = not red0 and s.spatial[0] is not None and n0 > 1
         next_g1_ok = ((g1 + 1 < n1) & valid_group(g0, g1 + 1)) if has_g1 else Const(0)
         next_g0_ok = ((g0 + 1 < n0) & valid_group(g0 + 1, 0)) if has_g0 else Const(0)
-        lanes, banks = drain_lanes(s), s.noc_words_per_cycle
+        lanes, banks = collection_lanes(s), s.noc_words_per_cycle
         lg = (banks - 1).bit_length()
         d_issue = wire(m, (ctl.go & dr.valid & dr.ends) | (d_active & ~d_tail), "d_issue")
-        x_last = wire(m, dx + lanes >= g_ext["X"], "x_last")
+        t = s.pe_tile_max
+        across = s.drain_across_groups
+        psums = [[] for _ in range(lanes)]            # the reduction tree's inputs, per lane
+        if across is None:
+            x_last = wire(m, dx + lanes >= g_ext["X"], "x_last")
+            left = wire(m, (g_ext["X"] - dx)[:COORD], "dr_left", COORD)
+            more_groups = Const(0)
+        else:
+            # dx counts groups (group 0 is the walk's only g0, g1): a run is groups dx .. dx+len-1,
+            # one output column each, for every (k, y) of their tile, then the next run
+            _, groups = g.union(dr, 3)
+            x_last = Const(1)
+            left = wire(m, (groups - dx)[:COORD], "dr_left", COORD)
+            more_groups = wire(m, dx + lanes < groups, "dr_more_groups")
+            next_g0_ok = next_g1_ok = Const(0)
         y_last = wire(m, x_last & (dy + 1 >= g_ext["Y"]), "y_last")
         k_last = wire(m, y_last & (dk + 1 >= g_ext["K"]), "k_last")
-        left = wire(m, (g_ext["X"] - dx)[:COORD], "dr_left", COORD)
         length = wire(m, Mux(left < lanes, left, lanes), "dr_len", range(lanes + 1))
         with m.If(d_issue):
             m.d.sync += d_active.eq(1)
@@ -74,6 +100,8 @@ class Drain:
                 m.d.sync += [dx.eq(0), dy.eq(dy + 1)]
             with m.Elif(~k_last):
                 m.d.sync += [dx.eq(0), dy.eq(0), dk.eq(dk + 1)]
+            with m.Elif(more_groups):
+                m.d.sync += [dy.eq(0), dk.eq(0), dx.eq(dx + lanes)]      # the next run of groups
             with m.Else():
                 m.d.sync += [dx.eq(0), dy.eq(0), dk.eq(0)]
                 with m.If(next_g1_ok):
@@ -84,21 +112,26 @@ class Drain:
                     m.d.sync += [g0.eq(0), g1.eq(0), d_tail.eq(1)]
         with m.Elif(d_tail):
             m.d.sync += [d_tail.eq(0), d_active.eq(0)]
-        t = s.pe_tile_max
-        dr_local = wire(m, (dk * t["Y"] + dy) * t["X"] + dx, "dr_local", COORD)
+        if across is None:
+            dr_local = wire(m, (dk * t["Y"] + dy) * t["X"] + dx, "dr_local", COORD)
+        else:
+            dr_local = wire(m, dk * t["Y"] + dy, "dr_local", COORD)
         out_addr = wire(m, ((gk0 + dk) * D["Y"] + gy0 + dy) * D["X"] + gx0 + dx, "out_addr", 32)
-        # the reduction tree over the PEs of the current group, one lane per word of the run
-        psums = [[] for _ in range(lanes)]
         for u0, u1, pe in pes:
-            in_group = Const(1)
-            if not red0 and s.spatial[0] is not None:
-                in_group = in_group & (g0 == u0)
-            if not red1 and s.spatial[1] is not None:
-                in_group = in_group & (g1 == u1)
-            for j in range(lanes):
-                psums[j].append(Mux(in_group, pe.psum.word_select(j, 32).as_signed(), 0))
+            if across is None:
+                in_group = Const(1)
+                if not red0 and s.spatial[0] is not None:
+                    in_group = in_group & (g0 == u0)
+                if not red1 and s.spatial[1] is not None:
+                    in_group = in_group & (g1 == u1)
+                for j in range(lanes):
+                    psums[j].append(Mux(in_group, pe.psum.word_select(j, 32).as_signed(), 0))
+            else:
+                u = (u0, u1)[across]             # the group; it is lane u mod lanes of its run
+                in_group = (dx == u - u % lanes) if (s.n0, s.n1)[across] > lanes else Const(1)
+                psums[u % lanes].append(Mux(in_group, pe.psum[:32].as_signed(), 0))
             m.d.comb += [pe.dr_en.eq(d_issue & in_group), pe.dr_bank.eq(dr.bank_ps), pe.dr_addr.eq(dr_local),
-                         pe.dr_len.eq(length)]
+                         pe.dr_len.eq(length if across is None else 1)]
         value_r = [Signal(signed(32), name=f"value_r{j}") for j in range(lanes)]
         for j, lane in enumerate(psums):
             while len(lane) > 1:

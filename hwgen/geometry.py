@@ -7,22 +7,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Const, Module, Signal
 
 from costmodel.hwgen_preset.rules import LOOP_DIMS
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .pe import COORD, wire
+from .common import COORD, smaller, tile_extent, wire
 
 __all__ = ["CONFIG_REGS", "Desc", "Geometry", "smaller"]
 
 #: The run-time configuration registers, in bus order (``docs/timing.md``).
 CONFIG_REGS = ("K", "C", "Y", "X", "R", "S", "stride_y", "stride_x", "in_rows", "in_cols",
                "t0_K", "t0_C", "t0_Y", "t0_X", "t1_K", "t1_C", "t1_Y", "t1_X")
-
-
-def smaller(a, b):
-    return Mux(a < b, a, b)
 
 
 @dataclass(frozen=True)
@@ -61,17 +57,21 @@ class Geometry:
         self.stride_y, self.stride_x = self.cfg["stride_y"], self.cfg["stride_x"]
         self.R, self.S = self.cfg["R"], self.cfg["S"]
 
+    def offsets(self, di: int, u0, u1) -> tuple:
+        """How far the tile of unit (u0, u1) starts from the step's ``b0 + r1`` along loop dim
+        ``di``: ``u0 * T0`` and ``u1 * T1`` where the levels spread it (constant multiples for a
+        fixed unit), else 0; they do not change during a run."""
+        s, d = self.s, LOOP_DIMS[di]
+        off0 = u0 * self.T0[d] if s.spatial[0] == d else Const(0, COORD)
+        off1 = u1 * self.T1[d] if s.spatial[1] == d else Const(0, COORD)
+        return off0, off1
+
     def tile(self, desc: Desc, di: int, u0, u1):
         """(start, extent) of loop dim di for the PE at (u0, u1) in the step of desc."""
-        m, s = self.m, self.s
         d = LOOP_DIMS[di]
-        T0, T1 = self.T0[d], self.T1[d]
         tag = f"{desc.valid.name[:2]}_{d}_{u0 if isinstance(u0, int) else 'g'}_{u1 if isinstance(u1, int) else 'g'}"
-        base = wire(m, desc.b0[di] + (u0 * T0 if s.spatial[0] == d else 0), f"{tag}_base", COORD + 1)
-        start = wire(m, base + desc.r1[di] + (u1 * T1 if s.spatial[1] == d else 0), f"{tag}_start", COORD + 1)
-        end = wire(m, smaller(smaller(start + T1, base + T0), self.D[d]), f"{tag}_end", COORD + 1)
-        ext = wire(m, Mux(end > start, end - start, 0), f"{tag}_ext", COORD)
-        return start[:COORD], ext
+        return tile_extent(self.m, tag, desc.b0[di], desc.r1[di], self.T0[d], self.T1[d], self.D[d],
+                           *self.offsets(di, u0, u1))
 
     def union(self, desc: Desc, di: int):
         """(start, extent) of loop dim di over all PEs in the step of desc."""

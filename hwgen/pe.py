@@ -10,38 +10,31 @@ cycle.  The compute engine broadcasts tile-local coordinates; the drain reads (a
 
 from types import SimpleNamespace
 
-from amaranth.hdl import Array, ClockSignal, Const, Instance, Module, Mux, ResetSignal, Signal, Value, signed, unsigned
+from amaranth.hdl import Array, ClockSignal, Const, Instance, Module, Mux, ResetSignal, Signal, signed, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from costmodel.hwgen_preset.rules import input_span, l1_words
+from costmodel.hwgen_preset.rules import LOOP_DIMS, input_span, l1_words
 
-__all__ = ["PE", "PE_MODULE", "wire", "pe_instance"]
+from .common import COORD, tile_extent, wire
+
+__all__ = ["PE", "PE_MODULE", "COORD", "wire", "pe_instance"]
 
 #: The Verilog module name of the PE: every position of the array is an instance of it.
 PE_MODULE = "accelgen_pe"
 
-COORD = 16          # bits of a coordinate or extent
-
-
-def wire(m: Module, expr, name: str, shape=None) -> Signal:
-    """``expr`` as a named wire: Amaranth copies an expression into every place it is used, so
-    anything used twice is computed once into a signal."""
-    value = Value.cast(expr)
-    sig = Signal(shape if shape is not None else value.shape(), name=name)
-    m.d.comb += sig.eq(value)
-    return sig
-
-
 class PE(wiring.Component):
     """A PE sized by its largest tile: ``tile`` gives K C Y X R S maxima and ``max_stride``."""
 
-    def __init__(self, tile: dict[str, int], max_stride: int, lanes: int, simd: int = 1, drain_lanes: int = 1):
+    def __init__(self, tile: dict[str, int], max_stride: int, lanes: int, simd: int = 1, drain_lanes: int = 1,
+                 abits: int = 24, spatial: tuple = (None, None)):
         self.tile = dict(tile)
         self.max_stride = max_stride
         self.lanes = lanes          # NoC words per cycle
         self.simd = simd            # MAC lanes: consecutive filter positions r*S+s of one window
         self.drain_lanes = drain_lanes  # partial sums read a cycle: consecutive words of a row
+        self.abits = abits          # L2 word addresses
+        self.spatial = tuple(spatial)  # the dimension each level spreads (its units' tiles move along it)
         t = self.tile
         self.in_rows = input_span(t["Y"], max_stride, t["R"])
         self.in_cols = input_span(t["X"], max_stride, t["S"])
@@ -52,12 +45,19 @@ class PE(wiring.Component):
             "lane_valid": In(1),                        # lanes 0 .. lane_count-1 hold words
             "lane_count": In(8),
             "lane_weight": In(1),                       # tensor on the bus: 0 input, 1 weight
-            "lane_a": In(c), "lane_b": In(c), "lane_c": In(c),   # lane 0's coordinates
-            "lane_d": In(c),                            # innermost coordinate of lane 0
+            "lane_addr": In(abits),                     # L2 address of lane 0's word
             "lane_data": In(unsigned(8 * lanes)),
             "ld_bank_in": In(1), "ld_bank_w": In(1),
-            "ld_k0": In(c), "ld_kn": In(c), "ld_c0": In(c), "ld_cn": In(c),
-            "ld_y0": In(c), "ld_yn": In(c), "ld_x0": In(c), "ld_xn": In(c),   # input coordinates
+            "ld_in_base": In(abits), "ld_w_base": In(abits),   # L2 address of this PE's first word
+            # the steps being loaded and computed (b0, r1 per loop dim), the layer's sizes and tiles,
+            # and where this PE's tiles start from the step's (see tile_extent): it works out its
+            # own tiles, so the top level only broadcasts
+            **{f"{desc}_{part}_{d}": In(c) for desc in ("ld", "cp") for part in ("b0", "r1") for d in LOOP_DIMS},
+            **{f"{name}_{d}": In(c) for name in ("t0", "t1", "dim") for d in LOOP_DIMS},
+            "off0": In(c), "off1": In(c),
+            "in_plane": In(abits), "in_row": In(abits),        # L2 strides: channel, row
+            "w_crs": In(abits), "w_rs": In(abits),             # filter, filter channel
+            "filt_r": In(c),
             # -- compute
             "mac_en": In(1),
             "mac_k": In(c), "mac_c": In(c), "mac_y": In(c), "mac_x": In(c),
@@ -66,7 +66,6 @@ class PE(wiring.Component):
             "stride_y": In(max(1, max_stride.bit_length())),
             "stride_x": In(max(1, max_stride.bit_length())),
             "cp_bank_in": In(1), "cp_bank_w": In(1), "cp_bank_ps": In(1),
-            "cp_kn": In(c), "cp_cn": In(c), "cp_yn": In(c), "cp_xn": In(c),   # this PE's extents
             # -- drain
             "dr_en": In(1), "dr_bank": In(1), "dr_addr": In(c),   # words dr_addr .. dr_addr+dr_len-1
             "dr_len": In(range(drain_lanes + 1)),
@@ -83,42 +82,59 @@ class PE(wiring.Component):
             for name in ("input", "weight", "output")
         }
 
+        # ---- this PE's tiles of the step being loaded and of the step being computed --------
+        ext = {}
+        for desc in ("ld", "cp"):
+            for d in LOOP_DIMS:
+                off0 = self.off0 if self.spatial[0] == d else Const(0, COORD)
+                off1 = self.off1 if self.spatial[1] == d else Const(0, COORD)
+                ext[desc, d] = tile_extent(m, f"{desc}_{d}", getattr(self, f"{desc}_b0_{d}"), getattr(self, f"{desc}_r1_{d}"),
+                                           getattr(self, f"t0_{d}"), getattr(self, f"t1_{d}"), getattr(self, f"dim_{d}"),
+                                           off0, off1)[1]
+        ld_kn, ld_cn = ext["ld", "K"], ext["ld", "C"]
+        ld_yn = wire(m, Mux(ext["ld", "Y"] > 0, input_span(ext["ld", "Y"], self.stride_y, self.filt_r), 0)[:COORD],
+                     "ld_yn", COORD)                                   # input rows and columns
+        ld_xn = wire(m, Mux(ext["ld", "X"] > 0, input_span(ext["ld", "X"], self.stride_x, self.filt_s), 0)[:COORD],
+                     "ld_xn", COORD)
+
         # ---- capture from the NoC --------------------------------------------------------
-        # The lanes carry consecutive words of one row (a run along the innermost dimension).
-        # Each L1 word knows its own coordinates, so it checks its row against the bus row and
-        # picks its lane by arithmetic: O(words) comparators whatever the NoC's width.
-        lanes_len = wire(m, Mux(self.lane_valid.any(), self.lane_count, 0), "lanes_len", 8)
-        mine = {"input": ~self.lane_weight, "weight": self.lane_weight}
-        in_words = [(c_l, y_l, x_l) for c_l in range(t["C"]) for y_l in range(rows) for x_l in range(cols)]
-        w_words = [(k_l, c_l, r, s_) for k_l in range(t["K"]) for c_l in range(t["C"])
-                   for r in range(t["R"]) for s_ in range(t["S"])]
-        row_hit = {}
+        # The lanes carry consecutive L2 words from lane 0's address.  Each row of L1 words (a
+        # run along the innermost dimension) knows its own L2 address, base + constant multiples
+        # of the layer's strides; a word's lane is its distance from lane 0.
+        A = self.abits
+        lanes_len = wire(m, Mux(self.lane_valid, self.lane_count, 0), "lanes_len", 8)
+        lane_bits = max(1, (self.lanes - 1).bit_length())
+        rows_of = {"input": [], "weight": []}         # (row valid, row - lane 0 address, words)
+        c_term = [wire(m, (c_l * self.in_plane)[:A], f"in_c{c_l}", A) for c_l in range(t["C"])]
+        y_term = [wire(m, (y_l * self.in_row)[:A], f"in_y{y_l}", A) for y_l in range(rows)]
         for c_l in range(t["C"]):
             for y_l in range(rows):
-                row_hit["input", c_l, y_l] = wire(
-                    m, mine["input"] & (c_l < self.ld_cn) & (y_l < self.ld_yn)
-                    & (self.lane_b == self.ld_c0 + c_l) & (self.lane_c == self.ld_y0 + y_l), f"in_row_{c_l}_{y_l}")
+                rel = wire(m, (self.ld_in_base + c_term[c_l] + y_term[y_l] - self.lane_addr)[:A], f"in_rel_{c_l}_{y_l}", A)
+                ok = wire(m, ~self.lane_weight & (c_l < ld_cn) & (y_l < ld_yn), f"in_row_{c_l}_{y_l}")
+                rows_of["input"].append((ok, rel, [(x_l, x_l < ld_xn) for x_l in range(cols)]))
+        k_term = [wire(m, (k_l * self.w_crs)[:A], f"w_k{k_l}", A) for k_l in range(t["K"])]
+        cw_term = [wire(m, (c_l * self.w_rs)[:A], f"w_c{c_l}", A) for c_l in range(t["C"])]
+        r_term = [wire(m, (r * self.filt_s)[:A], f"w_r{r}", A) for r in range(t["R"])]
         for k_l in range(t["K"]):
             for c_l in range(t["C"]):
                 for r in range(t["R"]):
-                    row_hit["weight", k_l, c_l, r] = wire(
-                        m, mine["weight"] & (k_l < self.ld_kn) & (c_l < self.ld_cn)
-                        & (self.lane_a == self.ld_k0 + k_l) & (self.lane_b == self.ld_c0 + c_l)
-                        & (self.lane_c == r), f"w_row_{k_l}_{c_l}_{r}")
-        lane_bits = max(1, (self.lanes - 1).bit_length())
-        for name, words, bank in (("input", in_words, self.ld_bank_in), ("weight", w_words, self.ld_bank_w)):
-            for i, coords in enumerate(words):
-                inner = coords[-1]
-                hit_row = row_hit[(name, *coords[:-1])]
-                pos = (self.ld_x0 + inner) if name == "input" else Const(inner, 16)
-                j = wire(m, (pos - self.lane_d)[:16], f"{name}{i}_lane", 16)
-                inside = (inner < self.ld_xn) if name == "input" else Const(1)
-                hit = wire(m, hit_row & inside & (pos >= self.lane_d) & (j < lanes_len), f"{name}{i}_hit")
-                data = self.lane_data.word_select(j[:lane_bits], 8).as_signed() if self.lanes > 1 \
-                    else self.lane_data[:8].as_signed()
-                for b in range(2):
-                    with m.If(hit & (bank == b)):
-                        m.d.sync += regs[name][b][i].eq(data)
+                    rel = wire(m, (self.ld_w_base + k_term[k_l] + cw_term[c_l] + r_term[r] - self.lane_addr)[:A],
+                               f"w_rel_{k_l}_{c_l}_{r}", A)
+                    ok = wire(m, self.lane_weight & (k_l < ld_kn) & (c_l < ld_cn) & (r < self.filt_r),
+                              f"w_row_{k_l}_{c_l}_{r}")
+                    rows_of["weight"].append((ok, rel, [(s_, s_ < self.filt_s) for s_ in range(t["S"])]))
+        for name, bank in (("input", self.ld_bank_in), ("weight", self.ld_bank_w)):
+            i = 0
+            for ok, rel, words in rows_of[name]:
+                for inner, inside in words:
+                    d = wire(m, (rel + inner)[:A], f"{name}{i}_d", A)
+                    hit = wire(m, ok & inside & (d < lanes_len), f"{name}{i}_hit")
+                    data = self.lane_data.word_select(d[:lane_bits], 8).as_signed() if self.lanes > 1 \
+                        else self.lane_data[:8].as_signed()
+                    for b in range(2):
+                        with m.If(hit & (bank == b)):
+                            m.d.sync += regs[name][b][i].eq(data)
+                    i += 1
 
         # ---- multiply-accumulate: SIMD lanes take consecutive filter positions -----------
         ps_a = wire(m, (self.mac_k * t["Y"] + self.mac_y) * t["X"] + self.mac_x, "ps_a", 16)
@@ -148,8 +164,8 @@ class PE(wiring.Component):
                         else products[i] for i in range(0, len(products), 2)]
         ps_old = wire(m, Mux(self.cp_bank_ps, Array(regs["output"][1])[ps_a], Array(regs["output"][0])[ps_a]),
                       "ps_old", signed(32))
-        inside = wire(m, (self.mac_k < self.cp_kn) & (self.mac_c < self.cp_cn)
-                      & (self.mac_y < self.cp_yn) & (self.mac_x < self.cp_xn), "inside")
+        inside = wire(m, (self.mac_k < ext["cp", "K"]) & (self.mac_c < ext["cp", "C"])
+                      & (self.mac_y < ext["cp", "Y"]) & (self.mac_x < ext["cp", "X"]), "inside")
         mac = Signal(signed(32))
         m.d.comb += mac.eq(ps_old + products[0])
 

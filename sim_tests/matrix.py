@@ -40,8 +40,10 @@ def _cases() -> dict[str, Any]:
 ARRAYS: tuple[str, ...] = tuple(_cases()["matrix_arrays"])
 DATAFLOWS: dict[str, tuple[str, ...]] = {
     name: tuple(_cases()["shapes"][entry["shapes"]]) for name, entry in _cases()["dataflows"].items()}
-EFFICIENCY: tuple[tuple[str, str, str], ...] = tuple(
-    (e["dataflow"], e["array"], e["layer"]) for e in _cases()["efficiency"])
+#: (dataflow, array, layer, simulators) of the efficiency table.
+EFFICIENCY: tuple[tuple[str, str, str, tuple[str, ...]], ...] = tuple(
+    (e["dataflow"], e["array"], e["layer"], tuple(e.get("sims", ("icarus", "verilator"))))
+    for e in _cases()["efficiency"])
 RANDOM_PER_CASE: int = int(_cases()["random_shapes_per_case"])
 
 

@@ -9,27 +9,51 @@ from __future__ import annotations
 import argparse
 import datetime
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from costmodel.analysis import analyze_layer
 from costmodel.base import AccelgenError, write_atomically
+from costmodel.hardware import NoCLevel
 from costmodel.workload import parse_layer_spec
 
 from . import matrix
 from .runner import verify_layer
 
 
+#: The widest NoC the efficiency table looks at for a NoC-bound case.
+WIDEST_NOC = 4096
+
+
+def compute_bound_width(dataflow: str, hw, layer) -> int | None:
+    """The narrowest NoC (words a cycle, a power of two) at which the ``hwgen`` preset says the
+    layer is compute-bound, or ``None`` if none up to :data:`WIDEST_NOC` is (a wider NoC does not
+    shorten the drain's group-by-group walk, nor the compute)."""
+    w = hw.noc_at(0).bandwidth_words_per_cycle
+    while w <= WIDEST_NOC:
+        wide = replace(hw, noc=(NoCLevel(w, hw.noc_at(0).latency_cycles),))
+        if analyze_layer(layer, matrix.dataflow_spec(dataflow), wide, preset="hwgen").bound == "compute":
+            return int(w)
+        w *= 2
+    return None
+
+
 def efficiency_rows(sim: str) -> list[dict]:
     rows = []
-    for dataflow, hw_name, spec in matrix.EFFICIENCY:
+    for dataflow, hw_name, spec, sims in matrix.EFFICIENCY:
+        if sim not in sims:
+            continue
         hw = matrix.array(hw_name)
         layer = parse_layer_spec(spec, name="fill")
-        model = analyze_layer(layer, dataflow, hw, preset="hwgen")
+        model = analyze_layer(layer, matrix.dataflow_spec(dataflow), hw, preset="hwgen")
         got = verify_layer(matrix.dataflow_spec(dataflow), hw, layer, sim, seed=0, label=dataflow)
         rows.append({"dataflow": dataflow, "array": hw_name, "layer": spec, "sim": sim,
                      "predicted_cycles": got["predicted_cycles"], "measured_cycles": got["measured_cycles"],
                      "difference": got["cycle_difference"], "bit_exact": got["bit_exact"],
-                     "rtl_utilization": got["rtl_utilization"], "bound": model.bound})
+                     "rtl_utilization": got["rtl_utilization"], "bound": model.bound,
+                     "compute_bound_at": (int(hw.noc_at(0).bandwidth_words_per_cycle) if model.bound == "compute"
+                                          else compute_bound_width(dataflow, hw, layer))})
+        print(f"{sim:9} efficiency {dataflow} {hw_name} {spec}: {got['rtl_utilization']:.3f}", flush=True)
     return rows
 
 
@@ -62,22 +86,28 @@ def write_report(rows: list[dict], eff: list[dict], out: Path) -> None:
         "## Efficiency: layers that fill the array",
         "",
         "RTL utilisation = MACs / (PEs x SIMD lanes x measured cycles). `bound` is what the `hwgen` preset says holds "
-        "the steady state back (the engine longest in most slots).",
+        "the run back (the engine longest in the slots that hold most of the cycles); `compute-bound at` is the "
+        "narrowest NoC (words/cycle) at which the preset says the layer becomes compute-bound (`-`: no NoC "
+        f"up to {WIDEST_NOC} words makes it so). The `small` cases run on Verilator only (Icarus takes too "
+        "long on 64 PEs for 10^5 cycles); their template tiles are the best the `hwgen` preset found for the "
+        "layer within the PE's 512 B of L1.",
         "",
-        "| sim | dataflow | array | layer | predicted | measured | difference | bit-exact | RTL util. | model: bound |",
-        "|---|---|---|---|---:|---:|---:|---|---:|---|",
+        "| sim | dataflow | array | layer | predicted | measured | difference | bit-exact | RTL util. | model: bound "
+        "| compute-bound at |",
+        "|---|---|---|---|---:|---:|---:|---|---:|---|---:|",
     ]
     for r in eff:
         lines.append(f"| {r['sim']} | {r['dataflow']} | {r['array']} | `{r['layer']}` | {r['predicted_cycles']} | "
                      f"{r['measured_cycles']} | {r['difference']} | {'yes' if r['bit_exact'] else 'NO'} | "
-                     f"{r['rtl_utilization']:.3f} | {r['bound']} |")
+                     f"{r['rtl_utilization']:.3f} | {r['bound']} | {r['compute_bound_at'] or '-'} |")
     lines += [
         "",
-        "Reading the efficiency table: `xp` with an 8-word NoC keeps the MACs busy (compute-bound, one "
-        "controller cycle per 9-cycle step); with the 4-word NoC the input rows take one cycle more than the "
-        "MACs and the model says `noc-ingress`. `kcp` and `cp` reload a fresh input window for every output "
-        "(C spread across PEs, no multicast of inputs), so they are NoC-bound on these arrays, as the model "
-        "says; `docs/timing.md` lists the improvements (window reuse in L1, row coalescing) left.",
+        "Reading the efficiency table: with the template tiles the model picks, `kcp`, `cp`, `xp` and the GEMM "
+        "(`nmk`) keep the 64 PEs of `small` busy on the 3x3 layers and the GEMM: each PE's tile holds a whole "
+        "output row (or, for `xp`, a C tile inside the output tile), so a step's MACs outlast its loads; whole "
+        "filters and whole-width input rows load as single runs of the NoC. The 1x1 layers are held back by the "
+        "input rows (`cp`: one row per channel; L2 keeps inputs channel-first) or by the group-by-group drain "
+        "(`xp`); the last column says what NoC width would cure it. The `tiny` rows use the library defaults.",
         "",
     ]
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,7 @@ from ..workload.layers import GEMM, Conv2D, Layer, analysed_layer
 from .directives import CONV_DIMS, GEMM_DIMS, Cluster, Dataflow, TemporalMap, parse_dataflow
 
 __all__ = ["LIBRARY", "library_dataflow", "default_dataflow", "is_library_name", "canonical_name",
-           "describe_library", "parse_order", "dataflow_label"]
+           "describe_library", "parse_order", "dataflow_label", "parse_library_call"]
 
 
 @dataclass(frozen=True)
@@ -37,15 +37,22 @@ class _Template:
     defaults: Mapping[str, int] = field(default_factory=dict)   # its tile-size parameters
 
 
-def _kcp(layer: Layer, num_pes: int, cluster: int = 64, k_tile: int = 1) -> str:
+def _x_tile(layer: Layer, t: int) -> str:
+    """An output-column tile of ``t`` (the window it reads, as ``yxp`` writes it); MAESTRO's own
+    one-column ``Sz(S),1`` when ``t`` is 1."""
+    return "TemporalMap(Sz(S),1) X" if t == 1 else f"TemporalMap({t + layer.S - 1},{t}) X"   # type: ignore[union-attr]
+
+
+def _kcp(layer: Layer, num_pes: int, cluster: int = 64, k_tile: int = 1, c_tile: int = 1, x_tile: int = 1) -> str:
     if isinstance(layer, Conv2D) and layer.depthwise:
         # A depthwise layer has no K to spread: channels across the PEs (MAESTRO's DSCONV KC-P).
         return ("SpatialMap(1,1) C; TemporalMap(Sz(R),1) Y; TemporalMap(Sz(S),1) X; "
                 "TemporalMap(Sz(R),Sz(R)) R; TemporalMap(Sz(S),Sz(S)) S")
     c = min(cluster, num_pes)
-    return (f"SpatialMap({k_tile},{k_tile}) K; TemporalMap({c},{c}) C; TemporalMap(Sz(R),Sz(R)) R; "
-            f"TemporalMap(Sz(S),Sz(S)) S; TemporalMap(Sz(R),1) Y; TemporalMap(Sz(S),1) X; "
-            f"Cluster({c},P); SpatialMap(1,1) C; TemporalMap(Sz(R),1) Y; TemporalMap(Sz(S),1) X; "
+    x = _x_tile(layer, x_tile)
+    return (f"SpatialMap({k_tile},{k_tile}) K; TemporalMap({c * c_tile},{c * c_tile}) C; TemporalMap(Sz(R),Sz(R)) R; "
+            f"TemporalMap(Sz(S),Sz(S)) S; TemporalMap(Sz(R),1) Y; {x}; "
+            f"Cluster({c},P); SpatialMap({c_tile},{c_tile}) C; TemporalMap(Sz(R),1) Y; {x}; "
             f"TemporalMap(Sz(R),Sz(R)) R; TemporalMap(Sz(S),Sz(S)) S")
 
 
@@ -65,36 +72,41 @@ def _yxp(layer: Layer, num_pes: int, x_tile: int = 8) -> str:
             "TemporalMap(Sz(S),Sz(S)) S")
 
 
-def _xp(layer: Layer, num_pes: int) -> str:
-    k = "" if isinstance(layer, Conv2D) and layer.depthwise else "TemporalMap(1,1) K; "
-    return (k + "TemporalMap(1,1) C; TemporalMap(Sz(R),1) Y; SpatialMap(Sz(S),1) X; "
+def _xp(layer: Layer, num_pes: int, k_tile: int = 1, c_tile: int = 1) -> str:
+    k = "" if isinstance(layer, Conv2D) and layer.depthwise else f"TemporalMap({k_tile},{k_tile}) K; "
+    return (k + f"TemporalMap({c_tile},{c_tile}) C; TemporalMap(Sz(R),1) Y; SpatialMap(Sz(S),1) X; "
             "TemporalMap(Sz(R),Sz(R)) R; TemporalMap(Sz(S),Sz(S)) S")
 
 
-def _cp(layer: Layer, num_pes: int) -> str:
-    k = "" if isinstance(layer, Conv2D) and layer.depthwise else "TemporalMap(1,1) K; "
-    return (k + "TemporalMap(Sz(R),1) Y; TemporalMap(Sz(S),1) X; TemporalMap(Sz(R),Sz(R)) R; "
+def _cp(layer: Layer, num_pes: int, k_tile: int = 1, x_tile: int = 1) -> str:
+    k = "" if isinstance(layer, Conv2D) and layer.depthwise else f"TemporalMap({k_tile},{k_tile}) K; "
+    return (k + f"TemporalMap(Sz(R),1) Y; {_x_tile(layer, x_tile)}; TemporalMap(Sz(R),Sz(R)) R; "
             "TemporalMap(Sz(S),Sz(S)) S; SpatialMap(1,1) C")
 
 
-def _nmk(layer: Layer, num_pes: int, k_tile: int = 64, m_tile: int = 1) -> str:
+def _nmk(layer: Layer, num_pes: int, k_tile: int = 64, m_tile: int = 1, n_tile: int = 1) -> str:
     t = min(k_tile, num_pes)
-    return (f"TemporalMap(1,1) N; SpatialMap({m_tile},{m_tile}) M; TemporalMap({t},{t}) K; Cluster({t},P); "
-            "TemporalMap(1,1) N; TemporalMap(1,1) M; SpatialMap(1,1) K")
+    return (f"TemporalMap({n_tile},{n_tile}) N; SpatialMap({m_tile},{m_tile}) M; TemporalMap({t},{t}) K; "
+            f"Cluster({t},P); TemporalMap({n_tile},{n_tile}) N; TemporalMap({m_tile},{m_tile}) M; SpatialMap(1,1) K")
 
 
 LIBRARY: dict[str, _Template] = {
     t.name: t for t in (
         _Template("kcp", "NVDLA-like: K across clusters, C across the PEs of a cluster", "conv2d", _kcp,
-                  "cluster size = min(cluster, PEs), cluster 64; K tile k_tile 1", {"cluster": 64, "k_tile": 1}),
+                  "cluster size = min(cluster, PEs), cluster 64; K tile k_tile 1; C tile per PE c_tile 1; "
+                  "output columns per step x_tile 1",
+                  {"cluster": 64, "k_tile": 1, "c_tile": 1, "x_tile": 1}),
         _Template("yrp", "Eyeriss-like row stationary: output rows across clusters of R PEs", "conv2d",
                   _yrp, "K tile k_tile 16; cluster = R", {"k_tile": 16}),
         _Template("yxp", "ShiDianNao-like: output rows x columns across the array", "conv2d", _yxp,
                   "X tile t = min(x_tile, PEs), x_tile 8, window t+S-1", {"x_tile": 8}),
-        _Template("xp", "output columns across the PEs", "conv2d", _xp, "none"),
-        _Template("cp", "input channels across the PEs (spatial reduction)", "conv2d", _cp, "none"),
+        _Template("xp", "output columns across the PEs", "conv2d", _xp, "K tile k_tile 1; C tile c_tile 1",
+                  {"k_tile": 1, "c_tile": 1}),
+        _Template("cp", "input channels across the PEs (spatial reduction)", "conv2d", _cp,
+                  "K tile k_tile 1; output columns per step x_tile 1", {"k_tile": 1, "x_tile": 1}),
         _Template("nmk", "GEMM: M across clusters, K across the PEs of a cluster", "gemm", _nmk,
-                  "K tile / cluster = min(k_tile, PEs), k_tile 64; M tile m_tile 1", {"k_tile": 64, "m_tile": 1}),
+                  "K tile / cluster = min(k_tile, PEs), k_tile 64; M tile m_tile 1; N tile n_tile 1",
+                  {"k_tile": 64, "m_tile": 1, "n_tile": 1}),
     )
 }
 _ALIASES = {"kc-p": "kcp", "yr-p": "yrp", "yx-p": "yxp", "x-p": "xp", "c-p": "cp", "nlr": "cp"}
@@ -179,6 +191,33 @@ def dataflow_label(name: str, params: Mapping[str, Any]) -> str:
     if not params:
         return name
     return f"{name}({','.join(f'{k}={v}' for k, v in params.items())})"
+
+
+_CALL = re.compile(r"^\s*([A-Za-z][A-Za-z-]*)\s*\((.*)\)\s*$")
+
+
+def parse_library_call(text: str, *, where: str = "--dataflow") -> tuple[str, dict[str, Any]] | None:
+    """``kcp(cluster=8,x_tile=14)`` -> ``("kcp", {"cluster": 8, "x_tile": 14})``: a library
+    template with its parameters (integers; ``order`` a string of dimensions), checked; a plain
+    library name -> its parameters ``{}``; ``None`` when ``text`` names no template."""
+    if is_library_name(text):
+        return canonical_name(text), {}
+    m = _CALL.match(text)
+    if m is None or not is_library_name(m.group(1)):
+        return None
+    name = canonical_name(m.group(1))
+    params: dict[str, Any] = {}
+    for item in filter(None, (part.strip() for part in m.group(2).split(","))):
+        key, eq, value = (part.strip() for part in item.partition("="))
+        if not eq or not key:
+            raise AccelgenError(f"{text!r}: {item!r} is not name=value; expected e.g. {name}(k_tile=4)", where=where)
+        if key in params:
+            raise AccelgenError(f"{text!r} sets {key!r} twice", where=where)
+        params[key] = value if key == "order" else (int(value) if value.isdigit() else value)
+    check_params(name, params)
+    if "order" in params:
+        parse_order(params["order"], LIBRARY[name].layer_kind, where=f"dataflow {name!r}: order")
+    return name, params
 
 
 @lru_cache(maxsize=1024)

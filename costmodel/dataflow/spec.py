@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Union
 from ..base import CONFIGS, AccelgenError
 from ..workload.layers import GEMM, Layer
 from .directives import GEMM_DIMS, Dataflow, parse_dataflow
-from .library import LIBRARY, canonical_name, default_dataflow, is_library_name, library_dataflow
+from .library import LIBRARY, dataflow_label as library_label, default_dataflow, library_dataflow, parse_library_call
 from .yaml_io import DATAFLOW_SUFFIXES, load_dataflow
 
 if TYPE_CHECKING:
@@ -35,9 +35,11 @@ def builtin_dataflow_files() -> tuple[str, ...]:
 
 
 def dataflow_from_spec(spec: str, option: str = "--dataflow") -> DataflowSpec:
-    """A library name (canonical), or the parsed dataflow of a file or of directive text."""
-    if is_library_name(spec):
-        return canonical_name(spec)
+    """A library name (canonical, with its parameters if given: ``kcp(x_tile=7)``), or the parsed
+    dataflow of a file or of directive text."""
+    call = parse_library_call(spec, where=option)
+    if call is not None:
+        return library_label(*call)
     if Path(spec).suffix.lower() in DATAFLOW_SUFFIXES or Path(spec).exists():
         return load_dataflow(spec)
     if "map(" in spec.lower() or ";" in spec:
@@ -57,14 +59,22 @@ def resolve_dataflow(spec: DataflowSpec, layer: Layer, hw: Hardware | int) -> Da
     if spec is None:
         return default_dataflow(layer, num_pes)
     if isinstance(spec, str):
-        return library_dataflow(spec, layer, num_pes)
+        name, params = _call(spec)
+        return library_dataflow(name, layer, num_pes, **params)
     return spec
+
+
+def _call(spec: str) -> tuple[str, dict]:
+    call = parse_library_call(spec)
+    if call is None:
+        raise AccelgenError(f"unknown dataflow {spec!r}; the library has {', '.join(LIBRARY)}", where="--dataflow")
+    return call
 
 
 def dataflow_kind(spec: DataflowSpec) -> str:
     """``gemm`` or ``conv2d``: which layers a dataflow is written for."""
     if isinstance(spec, str):
-        return LIBRARY[spec].layer_kind
+        return LIBRARY[_call(spec)[0]].layer_kind
     assert isinstance(spec, Dataflow)
     dims = spec.dims()
     return "gemm" if "M" in dims and dims <= set(GEMM_DIMS) else "conv2d"

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .rules import (LOOP_DIMS, TENSOR_LOOP_DIMS, TIMING, TimingConstants, check_timing, drain_runs, input_span,
-                    slot_cycles)
+from .rules import (LOOP_DIMS, TENSOR_LOOP_DIMS, TIMING, TimingConstants, check_timing, drain_runs, input_runs,
+                    input_span, load_issue_cycles, slot_cycles, weight_runs)
 from .structure import HwStructure, LayerTiles
 
 __all__ = ["fast_summary", "hwgen_cycles"]
@@ -73,7 +73,7 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
     D = {d: t.dims[d] for d in LOOP_DIMS}
     R, S, sy, sx, W = t.dims["R"], t.dims["S"], t.stride_y, t.stride_x, s.noc_words_per_cycle
     tot = {"cycles": timing.start_cycles, "steps": 0, "load_cycles": 0, "compute_cycles": 0,
-           "drain_cycles": 0, "bound_slots": {"load": 0, "compute": 0, "drain": 0}}
+           "drain_cycles": 0, "bound_cycles": {"load": 0, "compute": 0, "drain": 0}}
     l2r = {"input": 0, "weight": 0}
     l1w = {"input": 0, "weight": 0}
     macs = 0
@@ -106,11 +106,12 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
             head = np.array([True if prev_keys is None else bool(np.any(prev_keys[name] != k[:, 0]))])
             changed[name] = np.concatenate((head, diff))
         prev_keys = {name: k[:, -1] for name, k in keys.items()}
-        in_rows = union["C"] * input_span(union["Y"], sy, R)
-        in_run = input_span(union["X"], sx, S)
-        w_rows = union["K"] * union["C"] * R
-        load = (np.where(changed["input"], in_rows * (-(-in_run // W)), 0)
-                + np.where(changed["weight"], w_rows * (-(-S // W)), 0))
+        in_box = union["C"] * input_span(union["Y"], sy, R) * input_span(union["X"], sx, S)
+        in_load = load_issue_cycles(*input_runs(union["C"], input_span(union["Y"], sy, R),
+                                                input_span(union["X"], sx, S), t.in_rows, t.in_cols), W)
+        w_box = union["K"] * union["C"] * R * S
+        w_load = load_issue_cycles(*weight_runs(union["K"], union["C"], D["C"], R, S), W)
+        load = np.where(changed["input"], in_load, 0) + np.where(changed["weight"], w_load, 0)
         load = np.where(changed["input"] | changed["weight"], load + timing.load_latency_cycles, 0)
         window = -(-(R * S) // s.simd_lanes)
         compute = ext0["K"] * ext0["C"] * ext0["Y"] * ext0["X"] * window + timing.compute_latency_cycles
@@ -118,8 +119,8 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
         C_all.append(compute)
         Ch_all.append(changed["output"])
         # traffic
-        l2r["input"] += int(np.sum(np.where(changed["input"], in_rows * in_run, 0)))
-        l2r["weight"] += int(np.sum(np.where(changed["weight"], w_rows * S, 0)))
+        l2r["input"] += int(np.sum(np.where(changed["input"], in_box, 0)))
+        l2r["weight"] += int(np.sum(np.where(changed["weight"], w_box, 0)))
 
         def pe_sum(d, h):
             """Σ over the units' tiles along d of h(extent)."""
@@ -144,7 +145,10 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
         # drain: Σ over groups (a product of per-dimension sums over the output dims' units)
         rows = pe_sum("K", ident) * pe_sum("Y", ident)
         Wd_all.append(rows * pe_sum("X", ident))
-        Dr_all.append(rows * pe_sum("X", lambda e: drain_runs(1, e, W)) + timing.drain_latency_cycles)
+        if s.drain_across_groups is not None:        # runs of up to W one-column groups side by side
+            Dr_all.append(drain_runs(ext0["K"] * ext0["Y"], union["X"], W) + timing.drain_latency_cycles)
+        else:
+            Dr_all.append(rows * pe_sum("X", lambda e: drain_runs(1, e, W)) + timing.drain_latency_cycles)
         l1w["input"] += int(np.sum(np.where(changed["input"], in_words, 0)))
         l1w["weight"] += int(np.sum(np.where(changed["weight"], w_words, 0)))
         macs += int(np.sum(pe_sum("K", ident) * pes_c * pe_sum("Y", ident) * pe_sum("X", ident))) * R * S
@@ -160,12 +164,14 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
     Cs = np.concatenate(([0], C, [0]))               # compute k-1
     Ds = np.concatenate((zero2, Dr))                 # drain k-2
     longest = np.maximum(np.maximum(Ls, Cs), Ds)
-    tot["cycles"] += int(np.sum(slot_cycles(longest, timing)))
+    lengths = slot_cycles(longest, timing)
+    tot["cycles"] += int(np.sum(lengths))
     mid = slice(1, n + 1)
     is_c = (Cs[mid] >= Ls[mid]) & (Cs[mid] >= Ds[mid])      # rules.bounding_engine's ties
     is_l = ~is_c & (Ls[mid] >= Ds[mid])
     is_d = ~is_c & ~is_l
-    tot["bound_slots"] = {"load": int(is_l.sum()), "compute": int(is_c.sum()), "drain": int(is_d.sum())}
+    tot["bound_cycles"] = {name: int(np.sum(np.where(is_x, lengths[mid], 0)))
+                           for name, is_x in (("load", is_l), ("compute", is_c), ("drain", is_d))}
     tot.update(steps=n, load_cycles=int(L.sum()), compute_cycles=int(C.sum()), drain_cycles=int(Dr.sum()))
     tot.update({
         "l2_reads": {"input": l2r["input"], "weight": l2r["weight"], "output": drained},

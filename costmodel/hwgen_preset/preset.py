@@ -125,7 +125,7 @@ def analyze_hwgen(layer: Layer, df: Dataflow, hw: Hardware) -> LayerResult:
         + sizes["output"] * rep * per_word("dram_pj_per_word", bits["output"]),
     }
     energy["total"] = sum(energy.values())
-    slots = f["bound_slots"]
+    slots = f["bound_cycles"]
     bound = {"load": "noc-ingress", "compute": "compute", "drain": "noc-egress"}[bounding_engine(slots)]
     offchip = (sum(sizes.values()) * rep) / runtime
     ratio = (lambda a, b: a / b if b else 0.0)

@@ -19,7 +19,8 @@ from ..workload.problem import CONV_TENSOR_DIMS
 
 __all__ = ["HW_DIMS", "LOOP_DIMS", "OUTPUT_DIMS", "TENSOR_DIMS", "TENSOR_LOOP_DIMS", "ENGINES",
            "TimingConstants", "TIMING", "check_timing", "bounding_engine", "l1_words", "l1_bytes",
-           "input_span", "host_offset_bits", "WORD_BITS", "slot_cycles", "drain_runs"]
+           "input_span", "host_offset_bits", "WORD_BITS", "slot_cycles", "drain_runs", "input_runs", "weight_runs", "load_issue_cycles",
+           "l2_address_bits"]
 
 HW_DIMS = ("K", "C", "Y", "X", "R", "S")
 LOOP_DIMS = ("K", "C", "Y", "X")          # R and S are always whole inside a PE's tile
@@ -80,6 +81,32 @@ def drain_runs(rows, run, words_per_cycle: int):
     return rows * -(-run // words_per_cycle)
 
 
+def input_runs(c, rows, cols, in_rows, in_cols):
+    """``(runs, length)``: how the loader sends an input box of ``c`` channels x ``rows`` x
+    ``cols`` from the ``[C][in_rows][in_cols]`` L2 layout, as runs of consecutive addresses:
+    rows of ``cols`` words, whole-width rows of a channel merged into one run, whole channels
+    into one run (integers or numpy arrays)."""
+    full_cols = cols == in_cols
+    full = full_cols & (rows == in_rows)
+    runs = np.where(full, 1, np.where(full_cols, c, c * rows))
+    length = np.where(full, c * rows * cols, np.where(full_cols, rows * cols, cols))
+    return runs, length
+
+
+def weight_runs(k, c, C, R, S):
+    """``(runs, length)`` of a weight box of ``k`` filters x ``c`` channels in the ``[K][C][R][S]``
+    layout: one run per filter of its ``c*R*S`` consecutive words, or one run of all ``k`` filters
+    when ``c`` is every channel (integers or numpy arrays)."""
+    full = c == C
+    return np.where(full, 1, k), np.where(full, k * C * R * S, c * R * S)
+
+
+def load_issue_cycles(runs, length, words_per_cycle: int):
+    """Cycles the loader issues ``runs`` runs of ``length`` words, ``words_per_cycle`` a cycle
+    (a run's last chunk may be short; runs never share a cycle)."""
+    return runs * -(-length // words_per_cycle)
+
+
 def input_span(tile, stride, filt):
     """Input rows (or columns) that ``tile >= 1`` output rows read: ``(tile-1)*stride + filt``
     (integers or numpy arrays)."""
@@ -93,6 +120,13 @@ def l1_words(pe_tile_max: Mapping[str, int], max_stride: int) -> dict[str, int]:
     cols = input_span(t["X"], max_stride, t["S"])
     return {"input": t["C"] * rows * cols, "weight": t["K"] * t["C"] * t["R"] * t["S"],
             "output": t["K"] * t["Y"] * t["X"]}
+
+
+def l2_address_bits(l2_words: Mapping[str, int]) -> int:
+    """Bits of the L2 word addresses the loader puts on the NoC: the input and weight regions'
+    depth plus a bit, so a PE's distance from lane 0 (taken modulo 2**bits) is never negative
+    by wrap-around."""
+    return max(words for name, words in l2_words.items() if name != "output").bit_length() + 1
 
 
 def host_offset_bits(l2_words: Mapping[str, int]) -> int:

@@ -46,6 +46,18 @@ class HwStructure:
         """Whether each level's units share outputs (their spatial dim is a reduction dim)."""
         return tuple(d is not None and d not in OUTPUT_DIMS for d in self.spatial)  # type: ignore[return-value]
 
+    @property
+    def drain_across_groups(self) -> int | None:
+        """The level whose units the drain collects side by side, or ``None``.  When the only
+        level that splits outputs spreads ``X`` one output column per unit (``xp``), neighbouring
+        groups hold neighbouring outputs: the drain takes a run of up to ``W`` of them a cycle,
+        one word from each group, instead of one group after another."""
+        red = self.reduction_spatial
+        levels = [lv for lv in (0, 1) if self.spatial[lv] is not None and not red[lv] and (self.n0, self.n1)[lv] > 1]
+        if len(levels) != 1 or self.spatial[levels[0]] != "X" or self.pe_tile_max["X"] != 1 or (1, "X") in self.loops:
+            return None
+        return levels[0]
+
     def l1_words(self) -> dict[str, int]:
         """Words of one PE's L1 per tensor for one tile (each is double-buffered)."""
         return l1_words(self.pe_tile_max, self.max_stride)

@@ -22,8 +22,11 @@ from .rules import (
     bounding_engine,
     check_timing,
     drain_runs,
+    input_runs,
     input_span,
+    load_issue_cycles,
     slot_cycles,
+    weight_runs,
 )
 from .structure import HwStructure, LayerTiles
 
@@ -101,15 +104,17 @@ def _union(s: HwStructure, t: LayerTiles, step: Step, di: int) -> tuple[int, int
 
 
 def _boxes(s: HwStructure, t: LayerTiles, step: Step) -> dict[str, tuple[int, int]]:
-    """Rows and run length of each input tensor's union box (L2 layouts ``C,Y,X`` and
-    ``K,C,R,S``: a row is a run along the last dimension)."""
+    """Runs and run length of each input tensor's union box (L2 layouts ``C,Y,X`` and
+    ``K,C,R,S``; :func:`.rules.input_runs`, :func:`.rules.weight_runs`)."""
     _, k = _union(s, t, step, 0)
     _, c = _union(s, t, step, 1)
     _, y = _union(s, t, step, 2)
     _, x = _union(s, t, step, 3)
     rows = input_span(y, t.stride_y, t.dims["R"])
     cols = input_span(x, t.stride_x, t.dims["S"])
-    return {"input": (c * rows, cols), "weight": (k * c * t.dims["R"], t.dims["S"])}
+    runs = {"input": input_runs(c, rows, cols, t.in_rows, t.in_cols),
+            "weight": weight_runs(k, c, t.dims["C"], t.dims["R"], t.dims["S"])}
+    return {name: (int(n), int(length)) for name, (n, length) in runs.items()}
 
 
 def _keys(step: Step) -> dict[str, tuple]:
@@ -135,15 +140,19 @@ def step_costs(s: HwStructure, t: LayerTiles, step: Step, loaded: tuple[str, ...
     ``loaded``), ``compute`` and ``drain`` (its finished outputs, if it ends an output tile)."""
     w = s.noc_words_per_cycle
     boxes = _boxes(s, t, step)
-    issue = sum(rows * -(-run // w) for name, (rows, run) in boxes.items() if name in loaded)
+    issue = sum(load_issue_cycles(runs, run, w) for name, (runs, run) in boxes.items() if name in loaded)
     load = issue + timing.load_latency_cycles if loaded else 0
     ext = [_extent(s, t, step, di, (0, 0))[1] for di in range(4)]
     window = -(-(t.dims["R"] * t.dims["S"]) // s.simd_lanes)     # lanes share one filter window
     compute = math.prod(ext) * window + timing.compute_latency_cycles
-    runs = 0                      # each group's tile in runs of up to W words along X
-    for g in _groups(s, t, step):
-        k, y, x = (_extent(s, t, step, LOOP_DIMS.index(d), g)[1] for d in OUTPUT_DIMS)
-        runs += drain_runs(k * y, x, w)
+    if s.drain_across_groups is not None:       # runs of up to W one-column groups side by side
+        k, y = ext[0], ext[2]
+        runs = drain_runs(k * y, _union(s, t, step, 3)[1], w)
+    else:                                       # each group's tile in runs of up to W words along X
+        runs = 0
+        for g in _groups(s, t, step):
+            k, y, x = (_extent(s, t, step, LOOP_DIMS.index(d), g)[1] for d in OUTPUT_DIMS)
+            runs += drain_runs(k * y, x, w)
     drain = runs + timing.drain_latency_cycles
     return {"load": load, "compute": compute, "drain": drain}
 
@@ -171,12 +180,13 @@ def schedule_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TI
                  "drain": drains[k - 2] if 2 <= k <= n + 1 else 0}
         if k == n + 1 and parts["drain"] == 0:
             continue
-        total += int(slot_cycles(max(parts.values()), timing))
+        cycles = int(slot_cycles(max(parts.values()), timing))
+        total += cycles
         if 1 <= k <= n:
-            bound[bounding_engine(parts)] += 1
+            bound[bounding_engine(parts)] += cycles
     total += timing.start_cycles
     return {"cycles": total, "steps": n, "load_cycles": sum(loads), "compute_cycles": sum(computes),
-            "drain_cycles": sum(drains), "bound_slots": bound}
+            "drain_cycles": sum(drains), "bound_cycles": bound}
 
 
 def reference_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING) -> dict:
