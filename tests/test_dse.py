@@ -25,6 +25,7 @@ from costmodel.dse import (
     space_from_dict,
 )
 from costmodel.dse.search import CHECKPOINT
+from costmodel.workload.problem import problems_of
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "configs" / "space" / "demo.yaml"
@@ -41,6 +42,13 @@ ODD_SPACE = {
                   "yxp": {"x_tile": [2, 8]}, "xp": {}, "cp": {}, "nmk": {"k_tile": [8], "m_tile": [1, 2]}},
 }
 ONE_LAYER = Model("one", (Conv2D("c", K=12, C=6, Y=9, X=9, R=3, S=3, stride=2, padding=1),))
+#: Dilated layers whose interleaved phases differ in length (along one axis, both, with a stride,
+#: depthwise), each analysed as up to four undilated problems run one after another.
+DILATED = Model("dilated", (
+    Conv2D("rows", K=8, C=4, Y=9, X=8, R=3, S=3, dilation_y=2, padding=1),
+    Conv2D("both", K=6, C=3, Y=12, X=11, R=2, S=3, dilation_y=3, dilation_x=2, stride_y=2, pad_top=1),
+    Conv2D("dw", K=6, C=6, groups=6, Y=10, X=9, R=3, S=3, dilation=4, padding=4),
+))
 OBJ2 = ("runtime_cycles", "energy_pj")
 
 
@@ -57,9 +65,12 @@ def _same(a, b) -> None:
         assert x.dtype == y.dtype and np.array_equal(x, y), name     # bit-identical, not close
 
 
-@pytest.mark.parametrize("model, points, per_layer", [(ONE_LAYER, 2500, False), (TINY, 400, False), (TINY, 60, True)],
-                         ids=["one-layer", "model", "per-layer-dataflow"])
+@pytest.mark.parametrize("model, points, per_layer", [(ONE_LAYER, 2500, False), (TINY, 400, False), (TINY, 60, True),
+                                                    (DILATED, 400, False), (DILATED, 60, True)],
+                         ids=["one-layer", "model", "per-layer-dataflow", "dilated-unequal-phases",
+                              "dilated-per-layer"])
 def test_vectorised_equals_scalar_on_random_points(model: Model, points: int, per_layer: bool) -> None:
+    assert model is not DILATED or all(len(problems_of(layer)) > 1 for layer in model.layers)
     plan = _plan(space_from_dict(ODD_SPACE), model, ("energy_pj", "area_mm2"), per_layer=per_layer)
     flat = np.random.default_rng(7).integers(0, plan.size, points)
     vector, scalar = VectorEvaluator(plan), ScalarEvaluator(plan)

@@ -207,14 +207,30 @@ def test_explore_with_hwgen_searches_per_axis_strides(tmp_path: Path, capsys):
     assert r.total["runtime_cycles"] == int(first["runtime_cycles"])
 
 
-def test_explore_refuses_once_a_layer_no_point_can_analyse(tmp_path: Path, capsys):
-    """An unevenly interleaved dilated layer (5 output rows, 2 interleaved convolutions) fails
-    every point: the search says why in one line instead of reporting 0 valid points."""
+def test_explore_searches_a_layer_whose_dilated_phases_differ_in_length(tmp_path: Path, capsys):
+    """7 output rows dilated by 2 interleave phases of 4 and 3 rows: the search analyses them
+    exactly, and its Pareto point is analyze_model's."""
     path = _write(tmp_path, MODEL["layers"] + [{**DILATED, "Y": 7, "padding": 2}])
     space = tmp_path / "space.yaml"
     space.write_text(yaml.safe_dump(SPACE))
-    assert main(["explore", "--model", path, "--space", str(space), "--out", str(tmp_path / "run"),
-                 "--no-progress"]) == 1
+    out = tmp_path / "run"
+    assert main(["explore", "--model", path, "--space", str(space), "--out", str(out), "--workers", "1",
+                 "--no-progress"]) == 0
+    rows = (out / "pareto.csv").read_text().splitlines()
+    first = dict(zip(rows[0].split(","), rows[1].split(",")))
+    model = load_workload_yaml(path)
+    assert model.layers[-1].Yo == 7
+    design = load_design(out / first["file"])
+    r = analyze_model(model, design.hardware, per_layer=[design.dataflow_for(l) for l in model.layers])
+    assert r.total["runtime_cycles"] == int(first["runtime_cycles"])
+
+
+def test_explore_with_hwgen_refuses_once_a_layer_no_generated_design_runs(tmp_path: Path, capsys):
+    """A dilated layer fails every hwgen point: the search says why in one line instead of
+    reporting 0 valid points."""
+    path = _write(tmp_path, MODEL["layers"] + [{**DILATED, "Y": 7, "padding": 2}])
+    assert main(["explore", "--model", path, "--space", str(ROOT / "configs" / "space" / "hwgen_demo.yaml"),
+                 "--preset", "hwgen", "--out", str(tmp_path / "run"), "--no-progress"]) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "layer 'dil': dilation_y=2 with stride_y=1 interleaves 2 undilated" in err
-    assert "Y'=7 is a multiple of 2" in err and not (tmp_path / "run" / "pareto.csv").exists()
+    assert err.count("\n") == 1 and "layer 'dil': dilation_y=2: the generated PEs read windows" in err
+    assert not (tmp_path / "run" / "pareto.csv").exists()

@@ -67,15 +67,25 @@ def _area(plan: Plan, idx: list[np.ndarray]) -> np.ndarray:
 class _LayerEval:
     """One layer under one dataflow on one PE count: its structure and hardware-free figures."""
 
-    runtimes: Callable[[Timing], list[np.ndarray]]
-    repeat: int
+    parts: tuple[tuple[Callable[[Timing], list[np.ndarray]], int], ...]   # per part: runtimes, repeat
     l1_bytes: int
     l2_bytes: int
     energy_base: float           # mac + l1 + l2, added in analyze_layer's order
-    noc_words: int               # noc words x repeat: times hops x noc_pj is the NoC energy
+    noc_words: int               # every repeat's: times hops x noc_pj is the NoC energy
     noc_pj: float
     dram_pj: float
     dram_words: int
+
+    def runtime_cycles(self, timing: Timing) -> np.ndarray | None:
+        """The layer's cycles at every timing point (its parts run one after another), or None
+        where a part maps no work onto the array."""
+        total = None
+        for runtimes, repeat in self.parts:
+            cycles = runtimes(timing)[-1].astype(np.int64) * repeat
+            if np.any(cycles <= 0):
+                return None
+            total = cycles if total is None else total + cycles
+        return total
 
 
 class VectorEvaluator:
@@ -112,8 +122,8 @@ class VectorEvaluator:
         l1, l2 = buffer_bytes(s, hw)
         terms, noc_pj = energy_terms(s, hw)
         dram = s.l2_writes["input"] + s.l2_writes["weight"] + s.l2_reads["output"]
-        out = _LayerEval(s.compiled.runtimes, s.repeat, l1, l2, terms["mac"] + terms["l1"] + terms["l2"],
-                         s.noc_words * s.repeat, noc_pj, terms["dram"], dram)
+        out = _LayerEval(tuple((p.compiled.runtimes, p.repeat) for p in s.parts), l1, l2,
+                         terms["mac"] + terms["l1"] + terms["l2"], s.noc_words, noc_pj, terms["dram"], dram)
         self._cache[key] = out
         return out
 
@@ -225,8 +235,8 @@ class VectorEvaluator:
             ev = self._layer(shape, int(idx[axis][0]), num_pes)
             if ev is None:
                 return
-            rt_u = ev.runtimes(timing)[-1].astype(np.int64) * ev.repeat
-            if np.any(rt_u <= 0):
+            rt_u = ev.runtime_cycles(timing)
+            if rt_u is None:
                 return
             per_shape[shape] = (rt_u, (ev.energy_base + (ev.noc_words * hops0) * ev.noc_pj) + ev.dram_pj)
             np.maximum(need, ev.dram_words / rt_u, out=need)
@@ -258,8 +268,8 @@ class VectorEvaluator:
             ev = self._layer(shape, choice, num_pes)
             if ev is None:
                 continue
-            rt_u = ev.runtimes(timing)[-1].astype(np.int64) * ev.repeat
-            if np.any(rt_u <= 0):
+            rt_u = ev.runtime_cycles(timing)
+            if rt_u is None:
                 continue
             e_u = (ev.energy_base + (ev.noc_words * hops0) * ev.noc_pj) + ev.dram_pj
             need = ev.dram_words / rt_u

@@ -23,8 +23,8 @@ import numpy as np
 
 from ..base import AccelgenError
 from ..hardware.hardware import Hardware, NoCLevel
+from ..hwgen_preset.structure import check_layer
 from ..workload.layers import GEMM, Layer, Model
-from ..workload.problem import problem_of
 from .space import DataflowChoice, Space
 
 __all__ = ["Plan", "Constraint", "OBJECTIVES", "METRICS", "parse_objectives", "parse_constraint", "make_plan"]
@@ -181,8 +181,9 @@ def _kinds(layers: tuple[Layer, ...]) -> set[str]:
 def make_plan(space: Space, model: Model, objectives: tuple[str, ...], constraints: tuple[Constraint, ...],
               preset: str, per_layer: bool | None = None) -> Plan:
     per_layer = space.per_layer_dataflow if per_layer is None else per_layer
-    for layer in model.layers:
-        problem_of(layer)       # refuses, once and with its reason, a layer no point could analyse
+    if preset == "hwgen":
+        for layer in model.layers:
+            check_layer(layer)      # refuses, once and with its reason, a layer no generated design runs
     kinds = _kinds(model.layers)
     for kind, label in (("conv2d", "convolution"), ("gemm", "GEMM")):
         if kind in kinds and not (space.gemm_dataflows if kind == "gemm" else space.conv_dataflows):

@@ -248,8 +248,15 @@ class ConvTranspose2D(_ConvFields):
                 ("y", self.Y, self.stride_y, self.pad_top, self.pad_bottom, self.window_y - 1, self.output_pad_y),
                 ("x", self.X, self.stride_x, self.pad_left, self.pad_right, self.window_x - 1, self.output_pad_x)):
             before, after = reach - first, reach - last + extra     # type: ignore[operator]
-            sizes[axis] = stride * (size - 1) + 1 - max(-before, 0) - max(-after, 0)  # type: ignore[operator]
+            spread = stride * (size - 1) + 1                            # type: ignore[operator]
+            sizes[axis] = spread - max(-before, 0) - max(-after, 0)
             sizes[axis + "0"], sizes[axis + "1"] = max(before, 0), max(after, 0)
+            if sizes[axis] < 1:
+                # The pads crop every input row: the outputs kept read only padding (their own
+                # output padding).  One of those zero rows stands in as the input row.
+                rest = before + spread + after - 1       # the padded rows but the one standing in
+                sizes[axis] = 1
+                sizes[axis + "0"], sizes[axis + "1"] = (rest, 0) if after < 0 else (0, rest)
         return Conv2D(self.name, K=self.K, C=self.C, Y=sizes["y"], X=sizes["x"], R=self.R, S=self.S,
                       N=self.N, groups=self.groups, stride=1, pad_top=sizes["y0"], pad_bottom=sizes["y1"],
                       pad_left=sizes["x0"], pad_right=sizes["x1"], dilation_y=self.dilation_y,

@@ -10,10 +10,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..base import AccelgenError
 from .layers import GEMM, Conv2D, Layer, analysed_layer
 
-__all__ = ["Tensor", "Problem", "problem_of", "CONV_TENSOR_DIMS"]
+__all__ = ["Tensor", "Problem", "problem_of", "problems_of", "CONV_TENSOR_DIMS"]
 
 #: Which dimensions index which tensor of a dense convolution (``Y``/``X``: rows and columns of
 #: the tensor itself, so the input's are input coordinates and the output's output coordinates).
@@ -56,35 +55,38 @@ class Problem:
         return sorted({d for t in self.inputs for d in t.dims})
 
 
-def _dilated_axis(layer: Conv2D, axis: str, out: int, stride: int, dilation: int, filt: int) -> tuple[int, int, int]:
-    """A dilated axis as interleaved undilated convolutions: ``(input rows, stride, count)`` of one.
+def _phases(out: int, stride: int, dilation: int) -> tuple[int, tuple[tuple[int, int], ...]]:
+    """A dilated axis as interleaved undilated convolutions: their stride, and ``(outputs, count)``
+    per length of them (at most two lengths, the longer first).
 
     Output ``y`` reads rows ``y*stride + r*dilation``.  With ``g = gcd(stride, dilation)`` only
-    every g-th row is read; of those, the outputs ``y = j (mod dilation/g)`` read one residue
-    class of rows with the undilated filter and stride ``stride/g``.  The classes are disjoint, so
-    the analysis runs one of them ``dilation/g`` times, which is exact (MACs and traffic) when
-    every class has the same number of outputs."""
+    every g-th row is read; of those, the outputs ``y = j (mod dilation/g)`` (phase ``j``) read one
+    residue class of rows with the undilated filter and stride ``stride/g``.  The classes are
+    disjoint, so the axis is exactly the sum of ``dilation/g`` undilated convolutions: the first
+    ``out % (dilation/g)`` phases have one output more than the others."""
     g = math.gcd(stride, dilation)
     step, classes = stride // g, dilation // g
-    if out == 1:
-        classes = 1
-    if out % classes:
-        dim = "Y'" if axis == "y" else "X'"
-        raise AccelgenError(
-            f"dilation_{axis}={dilation} with stride_{axis}={stride} interleaves {classes} undilated "
-            f"convolutions, which the step model analyses exactly only when {dim}={out} is a multiple of "
-            f"{classes}; pad the input to such a size, or use dilation 1", where=f"layer {layer.name!r}")
-    sub = out // classes
-    return (sub - 1) * step + filt, step, classes
+    short, longer = divmod(out, classes)     # `longer` phases of short + 1 outputs, the rest of short
+    return step, tuple((n, count) for n, count in ((short + 1, longer), (short, classes - longer)) if n and count)
 
 
 def problem_of(layer: Layer, *, with_batch: bool = False) -> Problem:
-    """The analysed problem of one layer: one group of a grouped convolution, and one batch item
-    of a batched GEMM unless ``with_batch`` (the dataflow maps the batch ``B``); ``repeat`` says
-    how many times it runs.  For convolutions ``with_batch`` keeps a batch ``N`` of size 1 (a
-    dataflow that names ``N``); a batch larger than 1 is always analysed.  A transposed
-    convolution is analysed as its equivalent direct one; a dilated axis as interleaved
-    undilated convolutions (:func:`_dilated_axis`)."""
+    """The analysed problem of a layer that is one (every layer but a dilated convolution whose
+    phases differ in length, see :func:`problems_of`)."""
+    parts = problems_of(layer, with_batch=with_batch)
+    if len(parts) != 1:
+        raise ValueError(f"layer {layer.name!r} is analysed as {len(parts)} problems, not one; use problems_of")
+    return parts[0]
+
+
+def problems_of(layer: Layer, *, with_batch: bool = False) -> tuple[Problem, ...]:
+    """The analysed problems of one layer, run one after another: one group of a grouped
+    convolution, and one batch item of a batched GEMM unless ``with_batch`` (the dataflow maps the
+    batch ``B``); ``repeat`` says how many times each runs.  For convolutions ``with_batch`` keeps
+    a batch ``N`` of size 1 (a dataflow that names ``N``); a batch larger than 1 is always
+    analysed.  A transposed convolution is analysed as its equivalent direct one; a dilated axis
+    as interleaved undilated convolutions (:func:`_phases`): one problem when they are equally
+    long, else one per length (two per axis, so at most four), each exact."""
     layer = analysed_layer(layer)
     dims = layer.dims()
     if isinstance(layer, GEMM):
@@ -93,8 +95,8 @@ def problem_of(layer: Layer, *, with_batch: bool = False) -> Problem:
                    Tensor("output", b + ("M", "N"), is_output=True))
         if with_batch:
             dims = {"B": layer.batch, **dims}
-        return Problem("gemm", "GEMM", dict(dims), tensors, {}, {}, ("B", "M", "N", "K"),
-                       1 if with_batch else layer.batch)
+        return (Problem("gemm", "GEMM", dict(dims), tensors, {}, {}, ("B", "M", "N", "K"),
+                        1 if with_batch else layer.batch),)
     assert isinstance(layer, Conv2D)
     batch = with_batch or dims["N"] > 1
     n = ("N",) if batch else ()
@@ -106,26 +108,29 @@ def problem_of(layer: Layer, *, with_batch: bool = False) -> Problem:
     else:
         tensors = (Tensor("input", n + CONV_TENSOR_DIMS["input"]), Tensor("weight", CONV_TENSOR_DIMS["weight"]),
                    Tensor("output", n + CONV_TENSOR_DIMS["output"], is_output=True))
-    full = dict(dims)
-    strides = {}
-    repeat = layer.repeat
+    axes = []       # per axis: (reference dim, filter dim, stride, dilated, (outputs, count) per length)
     for ref, filt, out, stride, dilation in (("Y", "R", layer.Yo, layer.stride_y, layer.dilation_y),
                                              ("X", "S", layer.Xo, layer.stride_x, layer.dilation_x)):
-        rows = dims[ref]
         assert stride is not None and dilation is not None
-        if dilation > 1:
-            rows, stride, classes = _dilated_axis(layer, ref.lower(), out, stride, dilation, dims[filt])
-            out //= classes
-            repeat *= classes
-        if stride > dims[filt]:
-            # Windows further apart than they are wide never touch the rows between them:
-            # analyse only the rows some window reads, back to back (stride = filter size).
-            full[ref] = out * dims[filt]
-            strides[ref] = dims[filt]
-        else:
-            full[ref] = rows
-            strides[ref] = stride
-        full[ref + "'"] = out
+        step, lengths = _phases(out, stride, dilation)
+        axes.append((ref, filt, step, dilation > 1, lengths))
     allowed = ("N", "K", "C", "Y", "X", "R", "S", "Y'", "X'")
-    return Problem("conv2d", layer.layer_type, full, tensors, {"Y": "R", "X": "S"}, strides, allowed,
-                   repeat)
+    (ref_y, filt_y, step_y, dil_y, ys), (ref_x, filt_x, step_x, dil_x, xs) = axes
+    parts = []
+    for (out_y, count_y), (out_x, count_x) in ((y, x) for y in ys for x in xs):
+        full = dict(dims)
+        strides = {}
+        for ref, filt, step, dilated, out in ((ref_y, filt_y, step_y, dil_y, out_y),
+                                              (ref_x, filt_x, step_x, dil_x, out_x)):
+            if step > dims[filt]:
+                # Windows further apart than they are wide never touch the rows between them:
+                # analyse only the rows some window reads, back to back (stride = filter size).
+                full[ref] = out * dims[filt]
+                strides[ref] = dims[filt]
+            else:
+                full[ref] = (out - 1) * step + dims[filt] if dilated else dims[ref]
+                strides[ref] = step
+            full[ref + "'"] = out
+        parts.append(Problem("conv2d", layer.layer_type, full, tensors, {"Y": "R", "X": "S"}, strides, allowed,
+                             layer.repeat * count_y * count_x))
+    return tuple(parts)
