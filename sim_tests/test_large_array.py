@@ -1,7 +1,8 @@
-"""A 256-PE accelerator (16 clusters of 16 PEs, a 64-word NoC) generates, builds and runs a layer
-bit-exact and cycle-exact, on Icarus and Verilator: the array size is not limited by the
-generator or the simulators.  (How long the Verilator build takes is a benchmark figure,
-``make bench``: ``rtl_build_256pe_s``.)"""
+"""A 256-PE accelerator (16 clusters of 16 PEs, a 64-word NoC) generates, builds in Verilator and
+runs a layer bit-exact and cycle-exact: the array size is not limited by the generator.  This
+one runs on Verilator alone: Icarus, an event-driven interpreter, needs over 15 minutes of CPU
+for these 3,000 cycles of 256 PEs, while every design of the RTL matrix runs on both.  (How long
+the Verilator build takes is a benchmark figure, ``make bench``: ``rtl_build_256pe_s``.)"""
 
 import pytest
 
@@ -15,7 +16,7 @@ LAYER = "conv2d:K=32,C=16,Y=6,X=5,R=3,S=3,pad=1"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sim", simenv.SIMULATORS)
+@pytest.mark.parametrize("sim", ["verilator"])
 def test_256_pe_array_runs_a_layer_exactly(sim):
     simenv.require_simulator(sim)
     hw = matrix.array("pe256")

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 import yaml
 from hypothesis import given, settings
-from hypothesis import strategies as st
 from test_properties_window import counted_macs, window_convs
 
 from costmodel import LIBRARY, Conv2D, analyze_layer, builtin_hardware
