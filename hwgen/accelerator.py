@@ -17,6 +17,7 @@ from amaranth.lib.wiring import In, Out
 from costmodel.hwgen_preset.rules import LOOP_DIMS, host_offset_bits, l2_address_bits
 from costmodel.hwgen_preset.structure import HwStructure
 
+from .common import wire
 from .compute import ORDER, Compute
 from .controller import Controller
 from .drain import Drain, drain_lanes
@@ -24,7 +25,7 @@ from .geometry import CONFIG_REGS, Geometry
 from .hostbus import CTRL, REGION, HostBus
 from .l2 import L2
 from .loader import Loader
-from .pe import PE, pe_instance, wire
+from .pe import PE, pe_instance
 
 __all__ = ["Accelerator", "CONFIG_REGS", "REGION", "CTRL"]
 
@@ -36,6 +37,7 @@ class Accelerator(wiring.Component):
         self.s = structure
         self.l2_words = dict(l2_words)
         self.offset_bits = host_offset_bits(self.l2_words)
+        self.abits = l2_address_bits(self.l2_words)       # the NoC's L2 word addresses
         super().__init__({
             "bus_addr": In(self.offset_bits + 4), "bus_wdata": In(32), "bus_we": In(1), "bus_re": In(1),
             "bus_rdata": Out(32),
@@ -46,7 +48,7 @@ class Accelerator(wiring.Component):
         """The one PE every position of the array instantiates (emitted as :data:`PE_MODULE`)."""
         s = self.s
         return PE(s.pe_tile_max, s.max_stride, s.noc_words_per_cycle, s.simd_lanes, drain_lanes(s),
-                  l2_address_bits(self.l2_words), s.spatial)
+                  self.abits, s.spatial)
 
     def elaborate(self, platform):
         m = Module()
@@ -57,7 +59,7 @@ class Accelerator(wiring.Component):
         l2 = L2.build(m, self.l2_words, s.noc_words_per_cycle)
         bus = HostBus.build(m, self, g, l2, s.noc_words_per_cycle, ctl.running, ctl.done, ctl.cycles)
         ctl.elaborate(m, s, g, bus.start)
-        loader = Loader.build(m, s, g, ctl, l2, l2_address_bits(self.l2_words))
+        loader = Loader.build(m, s, g, ctl, l2, self.abits)
         compute = Compute.build(m, s, g, ctl)
         template = self.pe()
         pes = [(u0, u1, pe_instance(m, f"pe_{u0}_{u1}", template)) for u0 in range(s.n0) for u1 in range(s.n1)]
@@ -72,16 +74,13 @@ class Accelerator(wiring.Component):
         """Per tensor and level, how far apart in L2 the first words of neighbouring units'
         tiles are: a PE's first word is the box's plus ``u0 * step0 + u1 * step1`` (constant
         multiples: no multiplier per PE)."""
-        s, A = self.s, l2_address_bits(self.l2_words)
-        strides = {"input": {"C": loader.in_plane, "Y": g.stride_y * g.cfg["in_cols"], "X": g.stride_x},
-                   "weight": {"K": loader.w_crs, "C": loader.w_rs}}
         out = {}
-        for name, by_dim in strides.items():
+        for name, by_dim in loader.strides.items():
             out[name] = []
             for lv, T in enumerate((g.T0, g.T1)):
-                d = s.spatial[lv]
-                out[name].append(wire(m, (T[d] * by_dim[d])[:A], f"{name}_unit{lv}", A) if d in by_dim
-                                 else Const(0, A))
+                d = self.s.spatial[lv]
+                out[name].append(wire(m, (T[d] * by_dim[d])[:self.abits], f"{name}_unit{lv}", self.abits)
+                                 if d in by_dim else Const(0, self.abits))
         return out
 
     @staticmethod
@@ -102,8 +101,8 @@ class Accelerator(wiring.Component):
             pe.lane_data.eq(loader.lane_data),
             pe.ld_bank_in.eq(ld.bank_in), pe.ld_bank_w.eq(ld.bank_w),
             pe.ld_in_base.eq(base(loader.in_base, "input")), pe.ld_w_base.eq(base(loader.w_base, "weight")),
-            pe.in_plane.eq(loader.in_plane), pe.in_row.eq(g.cfg["in_cols"]),
-            pe.w_crs.eq(loader.w_crs), pe.w_rs.eq(loader.w_rs), pe.filt_r.eq(R),
+            pe.in_plane.eq(loader.strides["input"]["C"]), pe.in_row.eq(g.cfg["in_cols"]),
+            pe.w_crs.eq(loader.strides["weight"]["K"]), pe.w_rs.eq(loader.strides["weight"]["C"]), pe.filt_r.eq(R),
             pe.mac_en.eq(compute.issue), pe.stride_y.eq(sy), pe.stride_x.eq(sx),
             pe.cp_bank_in.eq(cp.bank_in), pe.cp_bank_w.eq(cp.bank_w), pe.cp_bank_ps.eq(cp.bank_ps),
         ]

@@ -10,9 +10,9 @@ from amaranth.hdl import Const, Module, Signal
 
 from costmodel.hwgen_preset.structure import HwStructure
 
+from .common import COORD, wire
 from .controller import Controller
 from .geometry import Geometry
-from .pe import COORD, wire
 
 __all__ = ["Compute", "ORDER"]
 

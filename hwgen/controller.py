@@ -14,8 +14,8 @@ from amaranth.hdl import Cat, Module, Signal
 from costmodel.hwgen_preset.rules import LOOP_DIMS, OUTPUT_DIMS, TENSOR_LOOP_DIMS
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .geometry import Desc, Geometry, smaller
-from .pe import COORD, wire
+from .common import COORD, smaller, wire
+from .geometry import Desc, Geometry
 
 __all__ = ["Controller"]
 

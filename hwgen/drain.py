@@ -15,11 +15,11 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 
 from costmodel.hwgen_preset.structure import HwStructure
 
+from .common import COORD, wire
 from .controller import Controller
 from .geometry import Geometry
 from .hostbus import HostBus
 from .l2 import L2
-from .pe import COORD, wire
 
 __all__ = ["Drain", "drain_lanes"]
 

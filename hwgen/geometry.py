@@ -14,7 +14,7 @@ from costmodel.hwgen_preset.structure import HwStructure
 
 from .common import COORD, smaller, tile_extent, wire
 
-__all__ = ["CONFIG_REGS", "Desc", "Geometry", "smaller"]
+__all__ = ["CONFIG_REGS", "Desc", "Geometry"]
 
 #: The run-time configuration registers, in bus order (``docs/timing.md``).
 CONFIG_REGS = ("K", "C", "Y", "X", "R", "S", "stride_y", "stride_x", "in_rows", "in_cols",

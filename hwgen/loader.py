@@ -16,10 +16,10 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from costmodel.hwgen_preset.rules import input_span
 from costmodel.hwgen_preset.structure import HwStructure
 
+from .common import COORD, wire
 from .controller import Controller
 from .geometry import Geometry
 from .l2 import L2
-from .pe import COORD, wire
 
 __all__ = ["Loader"]
 
@@ -34,9 +34,9 @@ class Loader:
     lane_data: Signal       # W words, lane j in bits [8j, 8j+8)
     in_base: Signal         # L2 address of the input box's first word (PE (0, 0)'s tile)
     w_base: Signal          # ... of the weight box
-    in_plane: Signal        # words of an input channel: in_rows * in_cols
-    w_rs: Signal            # words of a filter channel: R * S
-    w_crs: Signal           # words of a filter: C * R * S
+    strides: dict           # tensor -> loop dim -> L2 words between neighbouring positions along it
+    #                         (input C: in_rows * in_cols, Y: stride_y * in_cols, X: stride_x;
+    #                          weight K: C * R * S, C: R * S)
 
     @classmethod
     def build(cls, m: Module, s: HwStructure, g: Geometry, ctl: Controller, l2: L2, abits: int) -> "Loader":
@@ -54,7 +54,9 @@ class Loader:
         cols = wire(m, input_span(x_n, sx, S)[:COORD], "in_xn")
         full_cols = wire(m, cols == in_cols, "in_full_cols")
         full = wire(m, full_cols & (rows == in_rows), "in_full")
-        in_base = wire(m, (c_s * plane + (y_s * sy)[:COORD] * in_cols + (x_s * sx)[:COORD])[:A], "in_base", A)
+        strides = {"input": {"C": plane, "Y": wire(m, (sy * in_cols)[:A], "in_row_step", A), "X": sx},
+                   "weight": {"K": crs, "C": rs}}
+        in_base = wire(m, (c_s * plane + y_s * strides["input"]["Y"] + x_s * sx)[:A], "in_base", A)
         in_box = {"base": in_base, "n_outer": Mux(full, 1, c_n), "outer_stride": plane,
                   "n_inner": Mux(full_cols, 1, rows), "inner_stride": in_cols,
                   "run": Mux(full, c_n * plane, Mux(full_cols, rows * in_cols, cols))}
@@ -124,4 +126,4 @@ class Loader:
             word_in = Cat(*[p[0].data for p in l2.inputs]).word_select(bank, 8) if W > 1 else l2.inputs[0][0].data
             word_w = Cat(*[p[0].data for p in l2.weights]).word_select(bank, 8) if W > 1 else l2.weights[0][0].data
             m.d.comb += lane_data[8 * j: 8 * j + 8].eq(Mux(lane_weight, word_w, word_in))
-        return cls(issuing, lane_valid, lane_count, lane_weight, lane_addr, lane_data, in_base, w_base, plane, rs, crs)
+        return cls(issuing, lane_valid, lane_count, lane_weight, lane_addr, lane_data, in_base, w_base, strides)

@@ -18,7 +18,7 @@ from costmodel.hwgen_preset.rules import LOOP_DIMS, input_span, l1_words
 
 from .common import COORD, tile_extent, wire
 
-__all__ = ["PE", "PE_MODULE", "COORD", "wire", "pe_instance"]
+__all__ = ["PE", "PE_MODULE", "pe_instance"]
 
 #: The Verilog module name of the PE: every position of the array is an instance of it.
 PE_MODULE = "accelgen_pe"
