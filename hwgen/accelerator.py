@@ -10,14 +10,14 @@ engines (at least one cycle): the next slot starts the cycle after.
 
 from __future__ import annotations
 
-from amaranth.hdl import Const, Module
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from costmodel.hwgen_preset.rules import LOOP_DIMS, host_offset_bits, l2_address_bits
+from costmodel.hwgen_preset.rules import LOOP_DIMS, host_offset_bits, input_span, l2_address_bits
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import wire
+from .common import COORD, wire
 from .compute import ORDER, Compute
 from .controller import Controller
 from .drain import Drain, drain_lanes
@@ -64,9 +64,10 @@ class Accelerator(wiring.Component):
         template = self.pe()
         pes = [(u0, u1, pe_instance(m, f"pe_{u0}_{u1}", template)) for u0 in range(s.n0) for u1 in range(s.n1)]
         drain = Drain.build(m, s, g, ctl, l2, bus, pes, self)
-        steps = self._unit_steps(m, g, loader)
+        shared = _PerClass(m, s, g, ctl, loader, compute, self._unit_steps(m, g, loader))
+        shared.broadcast_rows(template)
         for u0, u1, pe in pes:
-            self._wire_pe(m, g, ctl, loader, compute, pe, u0, u1, steps)
+            shared.wire_pe(pe, u0, u1, template)
         m.d.comb += ctl.engines_continue.eq(loader.continues | compute.continues | drain.continues)
         return m
 
@@ -83,37 +84,100 @@ class Accelerator(wiring.Component):
                                  if d in by_dim else Const(0, self.abits))
         return out
 
-    @staticmethod
-    def _wire_pe(m: Module, g: Geometry, ctl: Controller, loader: Loader, compute: Compute, pe,
-                 u0: int, u1: int, steps: dict[str, list]) -> None:
-        """One PE's ports: the broadcast steps being loaded and computed, the layer's sizes and
-        tiles, the NoC lanes and compute counters, and what is its own: where its tiles start
-        (constant multiples of the tiles) and the L2 address of its first words."""
-        ld, cp, sy, sx, R, S = ctl.ld, ctl.cp, g.stride_y, g.stride_x, g.R, g.S
-        A = len(loader.lane_addr)
-        s = g.s
 
-        def base(first, name):
-            return (first + u0 * steps[name][0] + u1 * steps[name][1])[:A]
+
+class _PerClass:
+    """What the PEs are told, each quantity computed once for the PEs it is the same for: a PE's
+    tile extent along a loop dimension depends on its unit index only at the levels that spread
+    that dimension, and its distance from the NoC's lane 0 only on the levels that spread a
+    dimension of the tensor (``kcp`` on 64 PEs: 8 input classes, not 64).  Quantities the same
+    for every PE (the L1 rows' L2 offsets, the operand addresses) are broadcast."""
+
+    def __init__(self, m: Module, s: HwStructure, g: Geometry, ctl: Controller, loader: Loader,
+                 compute: Compute, steps: dict[str, list]):
+        self.m, self.s, self.g, self.ctl, self.loader, self.compute, self.steps = m, s, g, ctl, loader, compute, steps
+        self.cache: dict = {}
+        A = len(loader.lane_addr)
+        self.A = A
+        self.lane_len = wire(m, Mux(loader.lane_valid, loader.lane_count, 0), "lane_len", 8)
+        self.rows: dict[str, Signal] = {}
+
+    def _once(self, key, make):
+        if key not in self.cache:
+            self.cache[key] = make()
+        return self.cache[key]
+
+    def _unit_key(self, dims, u0: int, u1: int) -> tuple[int, int]:
+        s = self.s
+        return (u0 if s.spatial[0] in dims else 0, u1 if s.spatial[1] in dims else 0)
+
+    def extent(self, desc, d: str, u0: int, u1: int):
+        k0, k1 = self._unit_key((d,), u0, u1)
+        return self._once(("ext", desc.valid.name, d, k0, k1),
+                          lambda: self.g.tile(desc, LOOP_DIMS.index(d), k0, k1)[1])
+
+    def _span(self, d: str, u0: int, u1: int):
+        """Input rows (``Y``) or columns (``X``) of the PE's tile in the step being loaded."""
+        g, m = self.g, self.m
+        k0, k1 = self._unit_key((d,), u0, u1)
+
+        def make():
+            e = self.extent(self.ctl.ld, d, k0, k1)
+            stride, filt = (g.stride_y, g.R) if d == "Y" else (g.stride_x, g.S)
+            return wire(m, Mux(e > 0, input_span(e, stride, filt), 0)[:COORD], f"ld_span_{d}_{k0}_{k1}", COORD)
+        return self._once(("span", d, k0, k1), make)
+
+    def _delta(self, name: str, u0: int, u1: int):
+        """(the PE's first word of ``name`` - lane 0's address) mod 2**A."""
+        loader, m, A = self.loader, self.m, self.A
+        k0, k1 = self._unit_key(tuple(loader.strides[name]), u0, u1)
+        first = loader.in_base if name == "input" else loader.w_base
+
+        def make():
+            base = first + k0 * self.steps[name][0] + k1 * self.steps[name][1]
+            return wire(m, (base - loader.lane_addr)[:A], f"{name}_delta_{k0}_{k1}", A)
+        return self._once(("delta", name, k0, k1), make)
+
+    def _inside(self, u0: int, u1: int):
+        """The compute engine's position is inside the PE's tile of the step computed."""
+        cp, mac = self.ctl.cp, self.compute.counters
+        bits = []
+        for d, n in zip(LOOP_DIMS, ORDER):
+            k0, k1 = self._unit_key((d,), u0, u1)
+            bits.append(self._once(("inside", d, k0, k1),
+                                   lambda: wire(self.m, mac[n] < self.extent(cp, d, k0, k1), f"cp_in_{d}_{k0}_{k1}")))
+        return Cat(*bits).all()
+
+    def broadcast_rows(self, pe: PE) -> None:
+        """The L2 offset of every L1 row from the tile's first word, plus (row length - 1)."""
+        m, g, A, t = self.m, self.g, self.A, pe.tile
+        strides = self.loader.strides
+        plane, row = strides["input"]["C"], g.cfg["in_cols"]
+        for c in range(t["C"]):
+            for y in range(pe.in_rows):
+                self.rows[f"in_ofs_{c}_{y}"] = wire(m, (c * plane + y * row + (pe.in_cols - 1))[:A], f"in_ofs_{c}_{y}", A)
+        crs, rs = strides["weight"]["K"], strides["weight"]["C"]
+        for k in range(t["K"]):
+            for c in range(t["C"]):
+                for r in range(t["R"]):
+                    self.rows[f"w_ofs_{k}_{c}_{r}"] = wire(m, (k * crs + c * rs + r * g.S + (t["S"] - 1))[:A],
+                                                           f"w_ofs_{k}_{c}_{r}", A)
+
+    def wire_pe(self, pe, u0: int, u1: int, template: PE) -> None:
+        """One PE's ports."""
+        m, ctl, loader, compute, g = self.m, self.ctl, self.loader, self.compute, self.g
+        ld, cp = ctl.ld, ctl.cp
         m.d.comb += [
-            pe.lane_valid.eq(loader.lane_valid), pe.lane_count.eq(loader.lane_count),
-            pe.lane_weight.eq(loader.lane_weight), pe.lane_addr.eq(loader.lane_addr),
-            pe.lane_data.eq(loader.lane_data),
+            pe.lane_len.eq(self.lane_len), pe.lane_weight.eq(loader.lane_weight), pe.lane_data.eq(loader.lane_data),
             pe.ld_bank_in.eq(ld.bank_in), pe.ld_bank_w.eq(ld.bank_w),
-            pe.ld_in_base.eq(base(loader.in_base, "input")), pe.ld_w_base.eq(base(loader.w_base, "weight")),
-            pe.in_plane.eq(loader.strides["input"]["C"]), pe.in_row.eq(g.cfg["in_cols"]),
-            pe.w_crs.eq(loader.strides["weight"]["K"]), pe.w_rs.eq(loader.strides["weight"]["C"]), pe.filt_r.eq(R),
-            pe.mac_en.eq(compute.issue), pe.stride_y.eq(sy), pe.stride_x.eq(sx),
+            pe.in_delta.eq(self._delta("input", u0, u1)), pe.w_delta.eq(self._delta("weight", u0, u1)),
+            pe.ld_kn.eq(self.extent(ld, "K", u0, u1)), pe.ld_cn.eq(self.extent(ld, "C", u0, u1)),
+            pe.ld_yn.eq(self._span("Y", u0, u1)), pe.ld_xn.eq(self._span("X", u0, u1)),
+            pe.filt_r.eq(g.R), pe.filt_s.eq(g.S),
+            pe.mac_en.eq(compute.issue & self._inside(u0, u1)),
+            pe.rd_on.eq(compute.rd_on), pe.ps_addr.eq(compute.ps_addr),
             pe.cp_bank_in.eq(cp.bank_in), pe.cp_bank_w.eq(cp.bank_w), pe.cp_bank_ps.eq(cp.bank_ps),
         ]
-        for di, d in enumerate(LOOP_DIMS):
-            m.d.comb += [getattr(pe, f"ld_b0_{d}").eq(ld.b0[di]), getattr(pe, f"ld_r1_{d}").eq(ld.r1[di]),
-                         getattr(pe, f"cp_b0_{d}").eq(cp.b0[di]), getattr(pe, f"cp_r1_{d}").eq(cp.r1[di]),
-                         getattr(pe, f"t0_{d}").eq(g.T0[d]), getattr(pe, f"t1_{d}").eq(g.T1[d]),
-                         getattr(pe, f"dim_{d}").eq(g.D[d])]
-        # where this PE's tiles start from the step's, along each level's spatial dimension
-        for lv, port in enumerate((pe.off0, pe.off1)):
-            d = s.spatial[lv]
-            m.d.comb += port.eq(g.offsets(LOOP_DIMS.index(d), u0, u1)[lv] if d is not None else 0)
-        m.d.comb += [getattr(pe, f"mac_{n}").eq(compute.counters[n]) for n in ORDER]
-        m.d.comb += [pe.filt_s.eq(S), pe.filt_rs.eq(compute.filter_rs)]
+        m.d.comb += [getattr(pe, name).eq(sig) for name, sig in self.rows.items()]
+        for j in range(template.simd):
+            m.d.comb += [getattr(pe, f"rd_in_{j}").eq(compute.rd_in[j]), getattr(pe, f"rd_w_{j}").eq(compute.rd_w[j])]

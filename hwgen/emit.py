@@ -4,6 +4,7 @@ configuration registers).  Written to a temporary folder and renamed into place.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import shutil
@@ -27,8 +28,11 @@ TOP = "accelgen_top"
 LINT_WAIVERS = ("-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-CASEINCOMPLETE")
 
 
+@functools.lru_cache(maxsize=None)
 def _generator_digest() -> str:
-    """The generator's own source: a changed generator never reuses a cached build."""
+    """The generator's own source: a changed generator never reuses a cached build.  Read once
+    per process, as the modules it has loaded are: a source edited while a run goes on must not
+    label the old code's output with the new code's digest."""
     h = hashlib.sha256()
     for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
         h.update(path.name.encode())

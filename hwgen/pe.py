@@ -1,27 +1,53 @@
 """One processing element: double-buffered L1 scratchpads for its input and weight tiles, a
 double-buffered partial-sum tile, and an int8 x int8 -> int32 multiply-accumulate.
 
-The PE keeps no schedule of its own.  The distribution NoC shows it up to ``W`` words a cycle,
-each with its tensor and coordinates; the PE captures every word inside its tile (the tile it is
-told for the step being loaded), which is how one word reaches every PE that needs it in the same
-cycle.  The compute engine broadcasts tile-local coordinates; the drain reads (and clears) up to
-``drain_lanes`` consecutive partial sums of a row a cycle into the reduction tree.
+The PE is the part the array replicates, so it holds only what differs from PE to PE; every
+quantity that is the same for a whole class of PEs is computed once in the top level and
+broadcast (:mod:`.accelerator`):
+
+- **load**: the distribution NoC shows it up to ``W`` consecutive L2 words a cycle with lane 0's
+  address.  The top level gives each PE its distance from lane 0 (``in_delta`` / ``w_delta``,
+  one subtraction per class of PEs whose tiles start at the same address), its tile's extents
+  in the step being loaded, and the L2 offset of each L1 row (shared by all PEs).  Each L1 row
+  (a run of consecutive L2 words) adds its offset to the distance once; its words then find
+  their lanes with narrow arithmetic, and the PE captures every word inside its tile: one word
+  reaches every PE that needs it in the same cycle (the multicast and the halo).
+- **compute**: the compute engine broadcasts the L1 addresses of the SIMD lanes' operands and of
+  the partial sum, and a per-PE enable that is already masked by the PE's own tile.
+- **drain**: reads (and clears) up to ``drain_lanes`` consecutive partial sums of a row a cycle
+  into the reduction tree.
 """
 
 from types import SimpleNamespace
 
-from amaranth.hdl import Array, ClockSignal, Const, Instance, Module, Mux, ResetSignal, Signal, signed, unsigned
+from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Mux, ResetSignal, Signal, signed, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from costmodel.hwgen_preset.rules import LOOP_DIMS, input_span, l1_words
+from costmodel.hwgen_preset.rules import input_span, l1_words
 
-from .common import COORD, tile_extent, wire
+from .common import wire
 
-__all__ = ["PE", "PE_MODULE", "pe_instance"]
+__all__ = ["PE", "PE_MODULE", "pe_instance", "pick", "row_window"]
 
 #: The Verilog module name of the PE: every position of the array is an instance of it.
 PE_MODULE = "accelgen_pe"
+
+
+def row_window(cols: int, lanes: int) -> int:
+    """Bits of a row's lane window: the row's first word sits at lane ``v - (cols - 1)`` with
+    ``0 <= v < lanes + cols - 1`` when any of its ``cols`` words is on the ``lanes`` lanes."""
+    return max(1, (lanes + cols - 1).bit_length())
+
+
+def pick(words: list, addr):
+    """``words[addr]`` (0 past the end) as a mux tree on ``addr``'s bits: a continuous assignment
+    in Verilog, not a ``case`` in an ``always @*`` block, which Icarus leaves unknown until one
+    of its inputs first changes (a register read at its reset address before any write)."""
+    width = len(words[0])
+    padded = list(words) + [Const(0, width)] * (2 ** len(addr) - len(words))
+    return Cat(*padded).word_select(addr, width)
+
 
 class PE(wiring.Component):
     """A PE sized by its largest tile: ``tile`` gives K C Y X R S maxima and ``max_stride``."""
@@ -34,40 +60,36 @@ class PE(wiring.Component):
         self.simd = simd            # MAC lanes: consecutive filter positions r*S+s of one window
         self.drain_lanes = drain_lanes  # partial sums read a cycle: consecutive words of a row
         self.abits = abits          # L2 word addresses
-        self.spatial = tuple(spatial)  # the dimension each level spreads (its units' tiles move along it)
+        self.spatial = tuple(spatial)
         t = self.tile
         self.in_rows = input_span(t["Y"], max_stride, t["R"])
         self.in_cols = input_span(t["X"], max_stride, t["S"])
         self.words = l1_words(t, max_stride)
-        c = COORD
+        rows = self.in_rows
+        A = abits
         super().__init__({
-            # -- load: the NoC's lanes and this PE's tile of the step being loaded
-            "lane_valid": In(1),                        # lanes 0 .. lane_count-1 hold words
-            "lane_count": In(8),
+            # -- load: the NoC's lanes, this PE's distance from lane 0 and its tile in the step loaded
+            "lane_len": In(range(lanes + 1)),           # lanes 0 .. lane_len-1 hold words (0: none)
             "lane_weight": In(1),                       # tensor on the bus: 0 input, 1 weight
-            "lane_addr": In(abits),                     # L2 address of lane 0's word
             "lane_data": In(unsigned(8 * lanes)),
             "ld_bank_in": In(1), "ld_bank_w": In(1),
-            "ld_in_base": In(abits), "ld_w_base": In(abits),   # L2 address of this PE's first word
-            # the steps being loaded and computed (b0, r1 per loop dim), the layer's sizes and tiles,
-            # and where this PE's tiles start from the step's (see tile_extent): it works out its
-            # own tiles, so the top level only broadcasts
-            **{f"{desc}_{part}_{d}": In(c) for desc in ("ld", "cp") for part in ("b0", "r1") for d in LOOP_DIMS},
-            **{f"{name}_{d}": In(c) for name in ("t0", "t1", "dim") for d in LOOP_DIMS},
-            "off0": In(c), "off1": In(c),
-            "in_plane": In(abits), "in_row": In(abits),        # L2 strides: channel, row
-            "w_crs": In(abits), "w_rs": In(abits),             # filter, filter channel
-            "filt_r": In(c),
-            # -- compute
+            "in_delta": In(A), "w_delta": In(A),        # (this PE's first word - lane 0's) mod 2**A
+            "ld_cn": In(range(t["C"] + 1)), "ld_kn": In(range(t["K"] + 1)),
+            "ld_yn": In(range(rows + 1)), "ld_xn": In(range(self.in_cols + 1)),   # input rows, columns
+            "filt_r": In(range(t["R"] + 1)), "filt_s": In(range(t["S"] + 1)),
+            # L2 offset of each L1 row from the tile's first word, plus (row length - 1)
+            **{f"in_ofs_{c}_{y}": In(A) for c in range(t["C"]) for y in range(rows)},
+            **{f"w_ofs_{k}_{c}_{r}": In(A) for k in range(t["K"]) for c in range(t["C"]) for r in range(t["R"])},
+            # -- compute: operand addresses per SIMD lane, the partial sum's, the enable
             "mac_en": In(1),
-            "mac_k": In(c), "mac_c": In(c), "mac_y": In(c), "mac_x": In(c),
-            "mac_f": In(c),                             # first filter position r*S+s of the lanes
-            "filt_s": In(c), "filt_rs": In(c),          # S and R*S of the layer
-            "stride_y": In(max(1, max_stride.bit_length())),
-            "stride_x": In(max(1, max_stride.bit_length())),
+            **{f"rd_in_{j}": In(range(max(2, self.words["input"]))) for j in range(simd)},
+            **{f"rd_w_{j}": In(range(max(2, self.words["weight"]))) for j in range(simd)},
+            "rd_on": In(simd),                          # lane j's filter position is inside the filter
+            "ps_addr": In(range(max(2, self.words["output"]))),
             "cp_bank_in": In(1), "cp_bank_w": In(1), "cp_bank_ps": In(1),
             # -- drain
-            "dr_en": In(1), "dr_bank": In(1), "dr_addr": In(c),   # words dr_addr .. dr_addr+dr_len-1
+            "dr_en": In(1), "dr_bank": In(1),
+            "dr_addr": In(range(max(2, self.words["output"]))),   # words dr_addr .. dr_addr+dr_len-1
             "dr_len": In(range(drain_lanes + 1)),
             "psum": Out(unsigned(32 * drain_lanes)),              # word j in bits [32j, 32j+32)
         })
@@ -82,108 +104,101 @@ class PE(wiring.Component):
             for name in ("input", "weight", "output")
         }
 
-        # ---- this PE's tiles of the step being loaded and of the step being computed --------
-        ext = {}
-        for desc in ("ld", "cp"):
-            for d in LOOP_DIMS:
-                off0 = self.off0 if self.spatial[0] == d else Const(0, COORD)
-                off1 = self.off1 if self.spatial[1] == d else Const(0, COORD)
-                ext[desc, d] = tile_extent(m, f"{desc}_{d}", getattr(self, f"{desc}_b0_{d}"), getattr(self, f"{desc}_r1_{d}"),
-                                           getattr(self, f"t0_{d}"), getattr(self, f"t1_{d}"), getattr(self, f"dim_{d}"),
-                                           off0, off1)[1]
-        ld_kn, ld_cn = ext["ld", "K"], ext["ld", "C"]
-        ld_yn = wire(m, Mux(ext["ld", "Y"] > 0, input_span(ext["ld", "Y"], self.stride_y, self.filt_r), 0)[:COORD],
-                     "ld_yn", COORD)                                   # input rows and columns
-        ld_xn = wire(m, Mux(ext["ld", "X"] > 0, input_span(ext["ld", "X"], self.stride_x, self.filt_s), 0)[:COORD],
-                     "ld_xn", COORD)
-
         # ---- capture from the NoC --------------------------------------------------------
-        # The lanes carry consecutive L2 words from lane 0's address.  Each row of L1 words (a
-        # run along the innermost dimension) knows its own L2 address, base + constant multiples
-        # of the layer's strides; a word's lane is its distance from lane 0.
-        A = self.abits
-        lanes_len = wire(m, Mux(self.lane_valid, self.lane_count, 0), "lanes_len", 8)
-        lane_bits = max(1, (self.lanes - 1).bit_length())
-        rows_of = {"input": [], "weight": []}         # (row valid, row - lane 0 address, words)
-        c_term = [wire(m, (c_l * self.in_plane)[:A], f"in_c{c_l}", A) for c_l in range(t["C"])]
-        y_term = [wire(m, (y_l * self.in_row)[:A], f"in_y{y_l}", A) for y_l in range(rows)]
+        # Row ofs: its first word is at lane v - (n - 1) (n: the row's length in L1), v = delta +
+        # ofs mod 2**A; a word of the row is on the lanes only when v < lanes + n - 1.
+        A, W = self.abits, self.lanes
+        lane_bits = max(1, (W - 1).bit_length())
+        in_lanes = {"input": [], "weight": []}       # (row valid, v, row length n, words [(i, inner, inside)])
+        i = 0
         for c_l in range(t["C"]):
             for y_l in range(rows):
-                rel = wire(m, (self.ld_in_base + c_term[c_l] + y_term[y_l] - self.lane_addr)[:A], f"in_rel_{c_l}_{y_l}", A)
-                ok = wire(m, ~self.lane_weight & (c_l < ld_cn) & (y_l < ld_yn), f"in_row_{c_l}_{y_l}")
-                rows_of["input"].append((ok, rel, [(x_l, x_l < ld_xn) for x_l in range(cols)]))
-        k_term = [wire(m, (k_l * self.w_crs)[:A], f"w_k{k_l}", A) for k_l in range(t["K"])]
-        cw_term = [wire(m, (c_l * self.w_rs)[:A], f"w_c{c_l}", A) for c_l in range(t["C"])]
-        r_term = [wire(m, (r * self.filt_s)[:A], f"w_r{r}", A) for r in range(t["R"])]
+                ok = (~self.lane_weight) & (c_l < self.ld_cn) & (y_l < self.ld_yn)
+                v = wire(m, (self.in_delta + getattr(self, f"in_ofs_{c_l}_{y_l}"))[:A], f"in_v_{c_l}_{y_l}", A)
+                in_lanes["input"].append((ok, v, cols, [(i + x, x, x < self.ld_xn) for x in range(cols)]))
+                i += cols
+        i = 0
         for k_l in range(t["K"]):
             for c_l in range(t["C"]):
                 for r in range(t["R"]):
-                    rel = wire(m, (self.ld_w_base + k_term[k_l] + cw_term[c_l] + r_term[r] - self.lane_addr)[:A],
-                               f"w_rel_{k_l}_{c_l}_{r}", A)
-                    ok = wire(m, self.lane_weight & (k_l < ld_kn) & (c_l < ld_cn) & (r < self.filt_r),
-                              f"w_row_{k_l}_{c_l}_{r}")
-                    rows_of["weight"].append((ok, rel, [(s_, s_ < self.filt_s) for s_ in range(t["S"])]))
+                    ok = self.lane_weight & (k_l < self.ld_kn) & (c_l < self.ld_cn) & (r < self.filt_r)
+                    v = wire(m, (self.w_delta + getattr(self, f"w_ofs_{k_l}_{c_l}_{r}"))[:A],
+                             f"w_v_{k_l}_{c_l}_{r}", A)
+                    in_lanes["weight"].append((ok, v, t["S"], [(i + s_, s_, s_ < self.filt_s) for s_ in range(t["S"])]))
+                    i += t["S"]
         for name, bank in (("input", self.ld_bank_in), ("weight", self.ld_bank_w)):
-            i = 0
-            for ok, rel, words in rows_of[name]:
-                for inner, inside in words:
-                    d = wire(m, (rel + inner)[:A], f"{name}{i}_d", A)
-                    hit = wire(m, ok & inside & (d < lanes_len), f"{name}{i}_hit")
-                    data = self.lane_data.word_select(d[:lane_bits], 8).as_signed() if self.lanes > 1 \
-                        else self.lane_data[:8].as_signed()
+            for row, (ok, v, n, words) in enumerate(in_lanes[name]):
+                wb = row_window(n, W)
+                near = wire(m, ok & (v < W + n - 1), f"{name}_near{row}")
+                lo = v[:wb]
+                for idx, inner, inside in words:
+                    # lane of word `inner`: v - (n - 1) + inner, on the lanes when in [0, lane_len)
+                    pos = wire(m, (lo + inner)[:wb + 1], f"{name}{idx}_pos", wb + 1)
+                    on_lanes = pos < self.lane_len + (n - 1)
+                    if n > 1:
+                        on_lanes = on_lanes & (pos >= n - 1)
+                    hit = wire(m, near & inside & on_lanes, f"{name}{idx}_hit")
+                    lane = (pos - (n - 1))[:lane_bits]
+                    data = self.lane_data.word_select(lane, 8).as_signed() if W > 1 else self.lane_data[:8].as_signed()
                     for b in range(2):
                         with m.If(hit & (bank == b)):
-                            m.d.sync += regs[name][b][i].eq(data)
-                    i += 1
+                            m.d.sync += regs[name][b][idx].eq(data)
 
-        # ---- multiply-accumulate: SIMD lanes take consecutive filter positions -----------
-        ps_a = wire(m, (self.mac_k * t["Y"] + self.mac_y) * t["X"] + self.mac_x, "ps_a", 16)
-        base_in = wire(m, self.mac_c * (rows * cols) + self.mac_y * self.stride_y * cols + self.mac_x * self.stride_x,
-                       "base_in", 16)
-        base_w = wire(m, (self.mac_k * t["C"] + self.mac_c) * (t["R"] * t["S"]), "base_w", 16)
-        max_rs = t["R"] * t["S"]
-        products = []
-        for lane in range(self.simd):
-            f = wire(m, self.mac_f + lane, f"f{lane}", 16)
-            r = Signal(range(t["R"] + 1), name=f"r{lane}")
-            s_ = Signal(range(t["S"] + 1), name=f"s{lane}")
-            with m.Switch(self.filt_s):       # r, s = divmod(f, S) for each S the design allows
-                for sv in range(1, t["S"] + 1):
-                    with m.Case(sv):
-                        m.d.comb += [r.eq(Array([Const(v // sv, r.shape()) for v in range(max_rs)])[f]),
-                                     s_.eq(Array([Const(v % sv, s_.shape()) for v in range(max_rs)])[f])]
-            in_a = wire(m, base_in + r * cols + s_, f"in_a{lane}", 16)
-            w_a = wire(m, base_w + r * t["S"] + s_, f"w_a{lane}", 16)
-            x_in = wire(m, Mux(self.cp_bank_in, Array(regs["input"][1])[in_a], Array(regs["input"][0])[in_a]),
-                        f"x_in{lane}", signed(8))
-            w_in = wire(m, Mux(self.cp_bank_w, Array(regs["weight"][1])[w_a], Array(regs["weight"][0])[w_a]),
-                        f"w_in{lane}", signed(8))
-            products.append(wire(m, Mux(f < self.filt_rs, x_in * w_in, 0), f"prod{lane}", signed(17)))
+        # ---- multiply-accumulate: three stages (docs/timing.md, COMPUTE_LATENCY) ----------
+        # 1. read the SIMD lanes' operands from L1 (consecutive filter positions of one window);
+        # 2. multiply (and add the lanes);  3. read, add and write the partial sum.
+        # The next step's issue overlaps stages 2 and 3 (it reads operands only); the compute
+        # engine stays busy one cycle after its last issue, and the one write that lands in the
+        # next slot (the last issue's) is forwarded to the drain, which may read that word then.
+        def read(name, bank, addr, shape, tag):
+            if len(regs[name][0]) == 1:
+                return wire(m, Mux(bank, regs[name][1][0], regs[name][0][0]), tag, shape)
+            return wire(m, Mux(bank, pick(regs[name][1], addr), pick(regs[name][0], addr)), tag, shape)
+        x_r = [Signal(signed(8), name=f"x_r{j}") for j in range(self.simd)]
+        w_r = [Signal(signed(8), name=f"w_r{j}") for j in range(self.simd)]
+        on_r = Signal(self.simd, name="on_r")
+        for j in range(self.simd):
+            m.d.sync += [x_r[j].eq(read("input", self.cp_bank_in, getattr(self, f"rd_in_{j}"), signed(8), f"x_in{j}")),
+                         w_r[j].eq(read("weight", self.cp_bank_w, getattr(self, f"rd_w_{j}"), signed(8), f"w_in{j}"))]
+        m.d.sync += on_r.eq(self.rd_on)
+        products = [wire(m, Mux(on_r[j], x_r[j] * w_r[j], 0), f"prod{j}", signed(17)) for j in range(self.simd)]
         while len(products) > 1:              # the lanes' adder tree
             products = [wire(m, products[i] + products[i + 1], "lane_sum", signed(32)) if i + 1 < len(products)
                         else products[i] for i in range(0, len(products), 2)]
-        ps_old = wire(m, Mux(self.cp_bank_ps, Array(regs["output"][1])[ps_a], Array(regs["output"][0])[ps_a]),
-                      "ps_old", signed(32))
-        inside = wire(m, (self.mac_k < ext["cp", "K"]) & (self.mac_c < ext["cp", "C"])
-                      & (self.mac_y < ext["cp", "Y"]) & (self.mac_x < ext["cp", "X"]), "inside")
-        mac = Signal(signed(32))
-        m.d.comb += mac.eq(ps_old + products[0])
+        n_out = self.words["output"]
+        prod_r = Signal(signed(32), name="prod_r")
+        we = [Signal(name=f"mac_we{k}") for k in (1, 2)]            # stage 1, 2 of the issue
+        addr = [Signal.like(self.ps_addr, name=f"ps_addr{k}") for k in (1, 2)]
+        bank = [Signal(name=f"ps_bank{k}") for k in (1, 2)]
+        m.d.sync += [we[0].eq(self.mac_en), addr[0].eq(self.ps_addr), bank[0].eq(self.cp_bank_ps),
+                     we[1].eq(we[0]), addr[1].eq(addr[0]), bank[1].eq(bank[0]), prod_r.eq(products[0])]
+        we_r, addr_r, bank_r = we[1], addr[1], bank[1]
+        ps_old = read("output", bank_r, addr_r, signed(32), "ps_old")
+        mac = wire(m, ps_old + prod_r, "mac", signed(32))
 
-        # ---- drain: read, clear ------------------------------------------------------------
+        # ---- drain: read (the pending write forwarded), clear -----------------------------
         # (a lane past the row, j >= dr_len, reads a word the drain ignores)
+        pending = wire(m, we_r & (bank_r == self.dr_bank), "ps_pending")
         for j in range(self.drain_lanes):
-            a = wire(m, self.dr_addr + j, f"dr_a{j}", 16)
-            m.d.comb += self.psum[32 * j: 32 * j + 32].eq(
-                Mux(self.dr_bank, Array(regs["output"][1])[a], Array(regs["output"][0])[a]))
-        cleared = [wire(m, self.dr_en & (self.dr_addr == i) if self.drain_lanes == 1 else
-                        self.dr_en & (self.dr_addr <= i) & ((i - self.dr_addr)[:16] < self.dr_len), f"dr_clr{i}")
-                   for i in range(self.words["output"])]
-        for b in range(2):
-            for i, reg in enumerate(regs["output"][b]):
-                with m.If(self.mac_en & inside & (self.cp_bank_ps == b) & (ps_a == i)):
-                    m.d.sync += reg.eq(mac)
-                with m.Elif(cleared[i] & (self.dr_bank == b)):
-                    m.d.sync += reg.eq(0)
+            a = wire(m, self.dr_addr + j, f"dr_a{j}", range(n_out + self.drain_lanes + 1))
+            words = [Mux(self.dr_bank, regs["output"][1][i], regs["output"][0][i]) for i in range(n_out)]
+            held = words[0] if n_out == 1 else pick(words, a)
+            m.d.comb += self.psum[32 * j: 32 * j + 32].eq(Mux(pending & (addr_r == a), mac, held))
+        for i in range(n_out):
+            if self.drain_lanes == 1:
+                cleared = self.dr_en & (self.dr_addr == i)
+            else:
+                cleared = self.dr_en & (i < self.dr_addr + self.dr_len)
+                if i < 2 ** len(self.dr_addr) - 1:          # (else dr_addr <= i always)
+                    cleared = cleared & (self.dr_addr <= i)
+            cleared = wire(m, cleared, f"dr_clr{i}")
+            written = wire(m, we_r & (addr_r == i), f"ps_we{i}")
+            for b in range(2):
+                # a word drained while its last partial sum is written: the drain took the sum
+                with m.If(cleared & (self.dr_bank == b)):
+                    m.d.sync += regs["output"][b][i].eq(0)
+                with m.Elif(written & (bank_r == b)):
+                    m.d.sync += regs["output"][b][i].eq(mac)
         return m
 
 

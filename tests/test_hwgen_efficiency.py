@@ -173,7 +173,7 @@ def test_bad_template_tiles_are_one_line(spec, message):
 @pytest.mark.parametrize("name,layer", [
     ("kcp(cluster=8,x_tile=14)", Conv2D("r3", K=64, C=64, Y=14, X=14, R=3, S=3, padding=1)),
     ("cp(x_tile=14)", Conv2D("r3", K=64, C=64, Y=14, X=14, R=3, S=3, padding=1)),
-    ("xp(k_tile=2,c_tile=4)", Conv2D("w1", K=32, C=64, Y=32, X=64, R=1, S=1)),
+    ("xp(k_tile=4,c_tile=4)", Conv2D("w1", K=32, C=64, Y=32, X=64, R=1, S=1)),
     ("nmk(k_tile=8,m_tile=8,n_tile=4)", GEMM("bert", M=64, N=256, K=256)),
 ])
 def test_filled_layers_are_compute_bound_on_small(name, layer):

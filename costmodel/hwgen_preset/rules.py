@@ -45,7 +45,8 @@ class TimingConstants:
     #                                 registered in the longest engine's last busy cycle
     min_slot_cycles: int = 1        # a slot lasts at least its go cycle, even with nothing to do
     load_latency_cycles: int = 1    # L2 read -> NoC -> L1 capture pipeline, after the last issue
-    compute_latency_cycles: int = 0  # the MAC is one cycle: read L1, multiply, accumulate
+    compute_latency_cycles: int = 1  # the MAC's three stages (read L1, multiply, accumulate):
+    #                                  its last partial-sum write lands a cycle after the last issue
     drain_latency_cycles: int = 1   # reduction tree -> L2 read-modify-write, after the last issue
     start_cycles: int = 1           # the controller's cycle after start that shifts step 0 in
     #                                 (the drain's width is the structure's W: drain_runs)
