@@ -165,13 +165,24 @@ class Design:
         layer = self.layer(layer)
         df = resolve_dataflow(dataflow_from_spec(self.dataflow), layer, self.hardware)
         tiles = tiles_of(self.structure, df, layer)
-        expect = _operand_shapes(layer)
-        for name, got, want in (("first operand", a, expect[0]), ("second operand", b, expect[1])):
-            if tuple(np.shape(got)) != want:
-                raise AccelgenError(f"the {name} has shape {tuple(np.shape(got))!r}, expected {want!r}",
-                                    where=f"layer {layer.name!r}")
-        return make_job(self.structure, tiles, layer, np.asarray(a), np.asarray(b), self.l2_words), \
-            hwgen_cycles(self.structure, tiles)
+        operands = [_int8_operand(layer, name, got, want)
+                    for name, got, want in zip(("first operand", "second operand"), (a, b), _operand_shapes(layer))]
+        return make_job(self.structure, tiles, layer, *operands, self.l2_words), hwgen_cycles(self.structure, tiles)
+
+
+def _int8_operand(layer: Layer, name: str, value, shape: tuple[int, ...]) -> np.ndarray:
+    arr = np.asarray(value)
+    where = f"layer {layer.name!r}"
+    if arr.shape != shape:
+        raise AccelgenError(f"the {name} has shape {arr.shape!r}, expected {shape!r}", where=where)
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        if not np.issubdtype(arr.dtype, np.floating) or not np.array_equal(arr, np.round(arr)):
+            raise AccelgenError(f"the {name} holds {arr.dtype} values; expected int8 integers", where=where)
+    arr = arr.astype(np.int64)
+    if arr.size and (arr.min() < -128 or arr.max() > 127):
+        raise AccelgenError(f"the {name} holds {int(arr.min())}..{int(arr.max())}; expected int8 (-128..127)",
+                            where=where)
+    return arr
 
 
 def _operand_shapes(layer: Layer) -> tuple[tuple[int, ...], tuple[int, ...]]:

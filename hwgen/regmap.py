@@ -255,3 +255,21 @@ def write_outputs(folder: Path, info: dict[str, int]) -> list[str]:
     table = folder / f"{MAP_NAME}.md"
     MarkdownExporter().export(root, str(table), input_files=[rdl.name])
     return [rdl.name, header.name, table.name]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m hwgen.regmap --markdown FILE`` writes the register table of the docs."""
+    import sys
+    import tempfile
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2 or args[0] != "--markdown":
+        print("usage: python -m hwgen.regmap --markdown FILE.md", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory() as folder:
+        write_outputs(Path(folder), {})
+        Path(args[1]).write_text((Path(folder) / f"{MAP_NAME}.md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
