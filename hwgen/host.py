@@ -40,7 +40,7 @@ from .geometry import CONFIG_REGS
 from .layout import Job, make_job
 from .regmap import MAGIC, REGION_CODES, RegisterMap, register_map
 
-__all__ = ["Write", "Read", "Stream", "Receive", "Op", "program", "Design", "Transport", "Device",
+__all__ = ["AccelgenError", "Write", "Read", "Stream", "Receive", "Op", "program", "Design", "Transport", "Device",
            "MmioTransport", "CallableTransport", "structure_from_dict", "int8_bytes"]
 
 

@@ -3,7 +3,8 @@
 :mod:`sim_tests.runner`), run through ``cocotbext-axi``: an AXI4-Lite master for the registers,
 an AXI4-Stream source and sink for L2 (jobs with ``streams`` false load and read through the
 ``load_data`` / ``read_data`` registers instead).  What it measured goes to
-``$ACCELGEN_RESULTS``.  One simulator build runs every job of a design.
+``$ACCELGEN_RESULTS``.  One simulator build runs every job of a design; both streams pause now
+and then (back-pressure on ``s_axis``, ``m_axis_tready`` low).
 
 Besides the ``cycles`` register (start to done, ``docs/timing.md``), a monitor counts the clock
 edges from the ``ctrl.start`` write handshake to ``irq`` rising: done must arrive, and exactly
@@ -11,6 +12,7 @@ when the register says."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -100,6 +102,9 @@ async def run_jobs(dut) -> None:
     axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.aclk, dut.aresetn, reset_active_level=False)
     source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.aclk, dut.aresetn, reset_active_level=False)
     sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.aclk, dut.aresetn, reset_active_level=False)
+    # both streams stall now and then: the shell's back-pressure paths run in every case
+    source.set_pause_generator(itertools.cycle([0, 0, 0, 1, 0, 1]))
+    sink.set_pause_generator(itertools.cycle([0, 1, 0, 0, 1, 1, 0]))
     for _ in range(3):
         await RisingEdge(dut.aclk)
     dut.aresetn.value = 1
