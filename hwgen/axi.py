@@ -19,7 +19,8 @@ stream engines; a register write reaches the core in the cycle of its handshake,
 stream beat or ``load_data`` write before it are in L2 and a clear has finished, and a pending
 write pauses ``s_axis``: writes land in the order they were issued.  L2 writes while the core
 runs are held off (``s_axis_tready`` low), words beyond a region are dropped, and registers are
-written whole (``wstrb`` matters for ``load_data`` alone)."""
+written whole (``wstrb`` matters for ``load_data`` alone).  An address without a register, a write to a
+read-only one or a read of a write-only one answers ``SLVERR`` (and does nothing)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,16 @@ AXIL_ADDR_BITS = 12          # a 4 KiB aperture; the map uses the first 0x88 byt
 #: register: the core counts from the cycle after the handshake, and ``irq_status.done`` is set at
 #: the edge after ``done`` rises (the benches check this exactly).
 IRQ_LATENCY_CYCLES = 2
+
+
+OKAY, SLVERR = 0b00, 0b10    # xRESP: an address that holds no register (or not that way) answers SLVERR
+
+
+def sum_or(terms: list):
+    out = Const(0, 1)
+    for term in terms:
+        out = out | term
+    return out
 
 
 def axi_signature() -> dict:
@@ -141,9 +152,10 @@ class AxiTop(wiring.Component):
         # out_words cycles), so it lands after them: a start never overtakes the data before it
         blocked = packer_valid | clearing | (aw_is["load_data"] & ~idle)
         m.d.comb += aw_fire.eq(self.s_axil_awvalid & self.s_axil_wvalid & ~self.s_axil_bvalid & ~blocked)
-        m.d.comb += [self.s_axil_awready.eq(aw_fire), self.s_axil_wready.eq(aw_fire), self.s_axil_bresp.eq(0)]
+        m.d.comb += [self.s_axil_awready.eq(aw_fire), self.s_axil_wready.eq(aw_fire)]
+        aw_mapped = sum_or([aw_is[name] for name, reg in rm.registers.items() if reg.writable])
         with m.If(aw_fire):
-            m.d.sync += self.s_axil_bvalid.eq(1)
+            m.d.sync += [self.s_axil_bvalid.eq(1), self.s_axil_bresp.eq(Mux(aw_mapped, OKAY, SLVERR))]
         with m.Elif(self.s_axil_bready):
             m.d.sync += self.s_axil_bvalid.eq(0)
         wd = self.s_axil_wdata
@@ -178,7 +190,10 @@ class AxiTop(wiring.Component):
         rd_from_core = Signal(name="axil_read_core")
         rd_local = Signal(32, name="axil_read_local")
         m.d.comb += ar_fire.eq(self.s_axil_arvalid & ~self.s_axil_rvalid & ~rd_wait & ~aw_fire)
-        m.d.comb += [self.s_axil_arready.eq(ar_fire), self.s_axil_rresp.eq(0)]
+        m.d.comb += self.s_axil_arready.eq(ar_fire)
+        ar_mapped = sum_or([ar_is[name] for name, reg in rm.registers.items() if reg.readable])
+        with m.If(ar_fire):
+            m.d.sync += self.s_axil_rresp.eq(Mux(ar_mapped, OKAY, SLVERR))
         m.d.sync += rd_wait.eq(ar_fire)
         with m.If(rd_wait):
             m.d.sync += [self.s_axil_rvalid.eq(1), self.s_axil_rdata.eq(Mux(rd_from_core, bus.rdata, rd_local))]

@@ -186,10 +186,13 @@ class RegisterMap:
 
 
 def _compile(text: str, filename: str = f"{MAP_NAME}.rdl"):
+    """Elaborate the RDL text with systemrdl-compiler (it reads files: a temporary one)."""
+    import tempfile
+
     from systemrdl import RDLCompileError, RDLCompiler
     from systemrdl.messages import MessagePrinter
 
-    class _Quiet(MessagePrinter):
+    class _Collect(MessagePrinter):
         def __init__(self):
             super().__init__()
             self.lines: list[str] = []
@@ -197,22 +200,17 @@ def _compile(text: str, filename: str = f"{MAP_NAME}.rdl"):
         def print_message(self, severity, lines, src_ref) -> None:
             self.lines += lines
 
-    printer = _Quiet()
+    printer = _Collect()
     rdlc = RDLCompiler(message_printer=printer)
-    rdlc.compile_file(_write_temp(text, filename))
-    try:
-        return rdlc.elaborate(MAP_NAME)
-    except RDLCompileError as err:     # pragma: no cover - the generated text is tested
-        raise AccelgenError(f"the register map does not elaborate: {' '.join(printer.lines)}",
-                            where=filename) from err
-
-
-def _write_temp(text: str, filename: str) -> str:
-    import tempfile
-    folder = Path(tempfile.mkdtemp(prefix="accelgen-rdl-"))
-    path = folder / filename
-    path.write_text(text)
-    return str(path)
+    with tempfile.TemporaryDirectory(prefix="accelgen-rdl-") as folder:
+        path = Path(folder) / filename
+        path.write_text(text)
+        try:
+            rdlc.compile_file(str(path))
+            return rdlc.elaborate(MAP_NAME)
+        except RDLCompileError as err:     # pragma: no cover - the generated text is tested
+            raise AccelgenError(f"the register map does not compile: {' '.join(printer.lines)}",
+                                where=filename) from err
 
 
 def _to_map(root) -> RegisterMap:

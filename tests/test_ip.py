@@ -242,7 +242,7 @@ def _simulate(bench, info=None):
     return writes
 
 
-async def _axil_write(ctx, top, address: int, value: int, strobe: int = 0xF) -> None:
+async def _axil_write(ctx, top, address: int, value: int, strobe: int = 0xF) -> int:
     ctx.set(top.s_axil_awaddr, address)
     ctx.set(top.s_axil_wdata, value)
     ctx.set(top.s_axil_wstrb, strobe)
@@ -252,16 +252,19 @@ async def _axil_write(ctx, top, address: int, value: int, strobe: int = 0xF) -> 
     await ctx.tick().until(top.s_axil_awready)
     ctx.set(top.s_axil_awvalid, 0)
     ctx.set(top.s_axil_wvalid, 0)
-    await ctx.tick().until(top.s_axil_bvalid)
+    (bresp,) = await ctx.tick().sample(top.s_axil_bresp).until(top.s_axil_bvalid)
+    return bresp
 
 
-async def _axil_read(ctx, top, address: int) -> int:
+async def _axil_read(ctx, top, address: int, resp: list | None = None) -> int:
     ctx.set(top.s_axil_araddr, address)
     ctx.set(top.s_axil_arvalid, 1)
     ctx.set(top.s_axil_rready, 1)
     await ctx.tick().until(top.s_axil_arready)
     ctx.set(top.s_axil_arvalid, 0)
-    (value,) = await ctx.tick().sample(top.s_axil_rdata).until(top.s_axil_rvalid)
+    value, rresp = await ctx.tick().sample(top.s_axil_rdata, top.s_axil_rresp).until(top.s_axil_rvalid)
+    if resp is not None:
+        resp.append(rresp)
     return value
 
 
@@ -288,6 +291,13 @@ def test_the_axi_decoder_maps_every_register_as_the_rdl_says():
         seen["status"] = await _axil_read(ctx, top, rm.address("status"))
         await _axil_write(ctx, top, rm.address("irq_status"), 1)
         seen["irq cleared"] = ctx.get(top.irq)
+        resp: list[int] = []
+        await _axil_read(ctx, top, rm.address("status"), resp)
+        await _axil_read(ctx, top, 0x400, resp)                             # no register there
+        await _axil_read(ctx, top, rm.address("load_data"), resp)           # write-only
+        seen["rresp"] = resp
+        seen["bresp"] = [await _axil_write(ctx, top, rm.address(name), 0) for name in ("out_words", "cycles")]
+        seen["bresp"].append(await _axil_write(ctx, top, 0xFFC, 0))
 
     writes = _simulate(bench)
     expected = [(_core_address("ctrl", CTRL["config"] + i), 1000 + i) for i in range(len(CONFIG_REGS))]
@@ -300,6 +310,7 @@ def test_the_axi_decoder_maps_every_register_as_the_rdl_says():
     assert seen["offset"] == 7
     assert (seen["irq masked"], seen["irq"], seen["irq cleared"]) == (0, 1, 0)
     assert rm["status"].get(seen["status"], "done") == 1
+    assert seen["rresp"] == [0, 2, 2] and seen["bresp"] == [0, 2, 2]           # OKAY, SLVERR
 
 
 def test_the_streams_and_the_data_port_write_and_read_l2_in_order():
