@@ -15,11 +15,12 @@ it is emitted) behind interfaces that FPGA tools recognise.
 The core's one word bus is shared by the AXI4-Lite port (first), then the clear, readout and
 stream engines; a register write reaches the core in the cycle of its handshake, so the
 ``cycles`` register counts from the cycle after the ``ctrl.start`` write handshake, exactly as
-``docs/timing.md`` says.  An AXI4-Lite write waits (``awready`` low) until the words of the
-stream beat or ``load_data`` write before it are in L2 and a clear has finished, and a pending
-write pauses ``s_axis``: writes land in the order they were issued.  L2 writes while the core
-runs are held off (``s_axis_tready`` low), words beyond a region are dropped, and registers are
-written whole (``wstrb`` matters for ``load_data`` alone).  An address without a register, a write to a
+``docs/timing.md`` says.  An AXI4-Lite write waits (``awready`` low, at most four cycles) until
+the words of the stream beat or ``load_data`` write before it are in L2, and a pending write
+pauses ``s_axis``: writes land in the order they were issued.  ``ctrl`` is ignored while the core
+runs, a clear or a readout is in progress (``status``); L2 is the core's while it runs or clears
+(``s_axis_tready`` low, ``load_data`` answers ``SLVERR``); words beyond a region are dropped, and
+registers are written whole (``wstrb`` matters for ``load_data`` alone).  An address without a register, a write to a
 read-only one or a read of a write-only one answers ``SLVERR`` (and does nothing)."""
 
 from __future__ import annotations
@@ -148,12 +149,12 @@ class AxiTop(wiring.Component):
         aw = self.s_axil_awaddr[2:]
         aw_is = {name: aw == (reg.address >> 2) for name, reg in rm.registers.items()}
         aw_fire = Signal(name="axil_aw_fire")
-        # a write waits for the packer's last words and for a clear (both end on their own within
-        # out_words cycles), so it lands after them: a start never overtakes the data before it
-        blocked = packer_valid | clearing | (aw_is["load_data"] & ~idle)
-        m.d.comb += aw_fire.eq(self.s_axil_awvalid & self.s_axil_wvalid & ~self.s_axil_bvalid & ~blocked)
+        # a write waits (at most four cycles) for the packer's last words, so it lands after them:
+        # a start never overtakes the data before it
+        m.d.comb += aw_fire.eq(self.s_axil_awvalid & self.s_axil_wvalid & ~self.s_axil_bvalid & ~packer_valid)
         m.d.comb += [self.s_axil_awready.eq(aw_fire), self.s_axil_wready.eq(aw_fire)]
         aw_mapped = sum_or([aw_is[name] for name, reg in rm.registers.items() if reg.writable])
+        aw_mapped = aw_mapped & ~(aw_is["load_data"] & ~idle)      # L2 is the core's while it runs
         with m.If(aw_fire):
             m.d.sync += [self.s_axil_bvalid.eq(1), self.s_axil_bresp.eq(Mux(aw_mapped, OKAY, SLVERR))]
         with m.Elif(self.s_axil_bready):
@@ -163,7 +164,7 @@ class AxiTop(wiring.Component):
         with m.If(aw_fire):
             with m.If(aw_is["ctrl"]):
                 m.d.comb += [bus.addr.eq(core_addr("ctrl", CTRL["start"])), bus.wdata.eq(wd[ctrl["start"].lsb]),
-                             bus.we.eq(wd[ctrl["start"].lsb] & ~streaming)]
+                             bus.we.eq(wd[ctrl["start"].lsb] & ~streaming & ~clearing)]
                 with m.If(idle & wd[ctrl["clear"].lsb]):
                     m.d.sync += [clearing.eq(out_words != 0), idx.eq(0)]
                 with m.Elif(idle & wd[ctrl["readout"].lsb]):
@@ -286,7 +287,7 @@ class AxiTop(wiring.Component):
                      accept.eq(self.s_axis_tvalid & self.s_axis_tready)]
         with m.If(accept):
             m.d.sync += [pk_data.eq(self.s_axis_tdata), pk_keep.eq(self.s_axis_tkeep), packer_valid.eq(1)]
-        with m.Elif(aw_fire & aw_is["load_data"]):
+        with m.Elif(aw_fire & aw_is["load_data"] & idle):
             m.d.sync += [pk_data.eq(wd), pk_keep.eq(self.s_axil_wstrb), packer_valid.eq(1)]
         # offset: the data engines advance it, an AXI4-Lite write sets it (they never share a cycle)
         with m.If(aw_fire & aw_is["offset"]):
