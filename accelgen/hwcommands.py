@@ -50,7 +50,7 @@ def run_emit(args: argparse.Namespace) -> int:
         hw = builtin_hardware(args.hw)
         spec = dataflow_from_spec(args.dataflow)
         layers = _layers(args.model, dataflow_kind(spec) == "gemm", input_shapes(args))
-        print(emit_design(hw, lambda layer: resolve_dataflow(spec, layer, hw), layers, out))
+        print(emit_design(hw, lambda layer: resolve_dataflow(spec, layer, hw), layers, out, args.dataflow))
         return 0
     from costmodel.design import load_design
     design = load_design(args.design)

@@ -1,7 +1,7 @@
 """The host bus: one word bus whose top four address bits select a region (control and status,
 the input, weight and output regions of L2).  The host writes L2 and the configuration
 registers while the accelerator is idle, starts it, polls ``done`` and reads the outputs; see
-``docs/timing.md`` and :mod:`sim_tests.driver`."""
+``docs/timing.md``, :mod:`hwgen.layout` and the AXI top level :mod:`hwgen.axi` that drives it."""
 
 from __future__ import annotations
 

@@ -118,5 +118,6 @@ def run_case(dataflow: str, array_name: str, sim: str, extra=()) -> list[dict]:
                      "noc_words_per_cycle": structure.noc_words_per_cycle, "sim": sim,
                      "layer": layer.describe(), "predicted_cycles": predicted, "measured_cycles": measured,
                      "difference": measured - predicted, "bit_exact": result["outputs"] == expected,
+                     "irq_cycles": result.get("irq_cycles"), "streams": result.get("streams"),
                      "rtl_utilization": layer.macs / (hw.num_pes * hw.simd_lanes * measured) if measured > 0 else 0.0})
     return rows

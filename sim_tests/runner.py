@@ -1,7 +1,9 @@
 """Run generated designs in a simulator (cocotb 2 through ``cocotb_tools.runner``): build a
-design once for Icarus or Verilator, run host jobs on it, and check a layer against numpy and
-the ``hwgen`` preset.  One build serves every layer of a design: layers are run-time
-configuration."""
+design's IP top level (``accelgen_axi_top`` around ``accelgen_top``) once for Icarus or
+Verilator, run host jobs on it over AXI (``sim_tests/tb_accel.py``), and check a layer against
+numpy and the ``hwgen`` preset.  One build serves every layer of a design: layers are run-time
+configuration.  Jobs alternate between the AXI4-Stream ports and the ``load_data`` /
+``read_data`` registers, so every case of the matrix runs through both."""
 
 from __future__ import annotations
 
@@ -21,7 +23,9 @@ from costmodel.hwgen_preset.fast import hwgen_cycles
 from costmodel.hwgen_preset.preset import hwgen_structure, l2_split
 from costmodel.hwgen_preset.structure import HwStructure, tiles_of
 from costmodel.workload import Layer
-from hwgen.emit import TOP, design_id, write_verilog
+from hwgen.emit import IP_TOP, design_id, write_design_sources
+
+from hwgen import ipfiles
 
 from . import simenv
 from .driver import Job, make_job, random_operands
@@ -36,11 +40,12 @@ def timeout_cycles(predicted: int) -> int:
     return 2 * predicted + 1000
 
 
-def _design_source(structure: HwStructure, l2_words: dict[str, int]) -> Path:
-    src = simenv.SIM_BUILD / "designs" / design_id(structure, l2_words) / f"{TOP}.v"
-    if not src.exists():
-        write_verilog(structure, l2_words, src)
-    return src
+def _design_sources(structure: HwStructure, l2_words: dict[str, int]) -> list[Path]:
+    folder = simenv.SIM_BUILD / "designs" / design_id(structure, l2_words)
+    sources = [folder / name for name in ipfiles.VERILOG_FILES]
+    if not all(src.exists() for src in sources):
+        assert [p.name for p in write_design_sources(structure, l2_words, folder)] == [p.name for p in sources]
+    return sources
 
 
 def run_jobs(structure: HwStructure, l2_words: dict[str, int], jobs: list[tuple[str, Job, int]],
@@ -55,17 +60,15 @@ def run_jobs(structure: HwStructure, l2_words: dict[str, int], jobs: list[tuple[
     from cocotb_tools.runner import get_runner
 
     did = design_id(structure, l2_words)
-    src = _design_source(structure, l2_words)
+    sources = _design_sources(structure, l2_words)
     build = simenv.build_dir(did, sim)
     runner = get_runner(sim)
     with contextlib.redirect_stdout(sys.stderr):     # the runner's chatter must not mix with a report
-        runner.build(sources=[src], hdl_toplevel=TOP, build_dir=build, build_args=simenv.build_args(sim),
+        runner.build(sources=sources, hdl_toplevel=IP_TOP, build_dir=build, build_args=simenv.build_args(sim),
                      timescale=("1ns", "1ps"), always=False, log_file=build / "build.log")
     payload = []
-    for name, job, timeout in jobs:
-        entry = job.as_dict()
-        entry.update(name=name, timeout_cycles=timeout)
-        payload.append(entry)
+    for i, (name, job, timeout) in enumerate(jobs):
+        payload.append({"name": name, "job": job.as_dict(), "timeout_cycles": timeout, "streams": i % 2 == 0})
     token = hashlib.sha256(json.dumps([p["name"] for p in payload]).encode()).hexdigest()[:10]
     run_dir = build / f"run_{os.getpid()}_{token}"
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -73,7 +76,7 @@ def run_jobs(structure: HwStructure, l2_words: dict[str, int], jobs: list[tuple[
     jobs_file.write_text(json.dumps(payload))
     env = dict(simenv.TB_ENV, ACCELGEN_JOBS=str(jobs_file), ACCELGEN_RESULTS=str(results_file))
     with contextlib.redirect_stdout(sys.stderr):
-        runner.test(test_module="sim_tests.tb_accel", hdl_toplevel=TOP, build_dir=build, test_dir=run_dir,
+        runner.test(test_module="sim_tests.tb_accel", hdl_toplevel=IP_TOP, build_dir=build, test_dir=run_dir,
                     extra_env=env, log_file=run_dir / "sim.log")
     if not results_file.exists():
         raise AccelgenError(f"the simulation wrote no results; see {run_dir / 'sim.log'}", where=sim)

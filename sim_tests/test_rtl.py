@@ -5,6 +5,8 @@ import zlib
 
 import pytest
 
+from hwgen.axi import IRQ_LATENCY_CYCLES
+
 from . import matrix, simenv
 
 CASES = [(df, arr) for df in matrix.DATAFLOWS for arr in matrix.ARRAYS]
@@ -13,10 +15,14 @@ CASES = [(df, arr) for df in matrix.DATAFLOWS for arr in matrix.ARRAYS]
 def _check(rows):
     assert rows, "no results"
     for row in rows:
-        where = f"{row['dataflow']} on {row['array']} ({row['sim']}): {row['layer']}"
+        where = f"{row['dataflow']} on {row['array']} ({row['sim']}, {'AXI4-Stream' if row['streams'] else 'AXI4-Lite'} data): {row['layer']}"
         assert row["bit_exact"], f"outputs differ from numpy: {where}"
         assert row["measured_cycles"] == row["predicted_cycles"], (
             f"measured {row['measured_cycles']} != predicted {row['predicted_cycles']}: {where}")
+        # done arrives, and the cycles register is what the bus saw: start handshake to irq
+        assert row["irq_cycles"] == row["measured_cycles"] + IRQ_LATENCY_CYCLES, (
+            f"irq {row['irq_cycles']} cycles after the start write, cycles register {row['measured_cycles']}: {where}")
+    assert {row["streams"] for row in rows} == {True, False} or len(rows) == 1
 
 
 @pytest.mark.parametrize("sim", simenv.SIMULATORS)

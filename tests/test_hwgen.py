@@ -251,9 +251,11 @@ def test_emit_writes_verilog_filelist_and_manifest(tmp_path: Path, capsys):
     assert main(["emit", "--dataflow", "kcp", "--hw", "tiny", "--out", str(out),
                  "--model", str(Path(__file__).parents[1] / "configs" / "workloads" / "tiny_cnn.yaml")]) == 0
     manifest = json.loads((out / "manifest.json").read_text())
-    assert (out / "files.f").read_text().split() == ["accelgen_top.v"]
+    assert (out / "files.f").read_text().split() == ["accelgen_top.v", "accelgen_axi_top.v"]
     assert "module accelgen_top" in (out / "accelgen_top.v").read_text()
-    assert manifest["structure"]["num_pes"] == 8 and manifest["ports"]["bus_addr"] == 24
+    assert "module accelgen_axi_top" in (out / "accelgen_axi_top.v").read_text()
+    assert manifest["structure"]["num_pes"] == 8 and manifest["core"]["ports"]["bus_addr"] == 24
+    assert manifest["top"] == "accelgen_axi_top" and manifest["ports"]["s_axil_awaddr"]["width"] == 12
     by_name = {entry["layer"]: entry for entry in manifest["layers"]}
     conv1 = Conv2D("conv1", K=8, C=3, Y=16, X=16, R=3, S=3, padding=1)
     df = resolve_dataflow("kcp", conv1, TINY)

@@ -1,6 +1,6 @@
 """The rules of the generated accelerator that every reader shares: the ``hwgen`` preset's
 schedule (:mod:`.structure`, :mod:`.walk`, :mod:`.fast`), the RTL (:mod:`hwgen`) and the host
-driver (:mod:`sim_tests.driver`) import them from here, so each is written once.
+driver (:mod:`hwgen.layout`, :mod:`hwgen.host`) import them from here, so each is written once.
 
 Dimensions are those of a convolution in output coordinates: ``K C Y X R S`` with ``Y``/``X``
 the output rows/columns.  A GEMM ``out[M,N] = A[M,K] @ B[K,N]`` is the 1x1 convolution with
