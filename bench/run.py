@@ -99,8 +99,8 @@ def bench_rtl_resources(hardware: str, target: str = "ecp5", place_top: bool = F
     LFE5U-85F where installed: the PE module alone with its ports registered (it is what the
     array replicates, and its ports would not fit the package), and with ``place_top`` the whole
     top level too (its host-bus ports fit; pins unconstrained) when ``ACCELGEN_BENCH_PNR_TOP=1``,
-    as it is slow on the 2-core machine (tiny: 18,656 LUT cells, 20.6 MHz after placement, routing
-    still congested after 40 min)."""
+    as it is slow on the 2-core machine (tiny before the lean PE: 18,656 LUT cells, 20.6 MHz after
+    placement, routing still congested after 40 min)."""
     import tempfile
 
     from accelgen.synth import nextpnr_missing, place_and_route, synthesize_design, yosys_missing
