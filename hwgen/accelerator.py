@@ -48,7 +48,7 @@ class Accelerator(wiring.Component):
         """The one PE every position of the array instantiates (emitted as :data:`PE_MODULE`)."""
         s = self.s
         return PE(s.pe_tile_max, s.max_stride, s.noc_words_per_cycle, s.simd_lanes, drain_lanes(s),
-                  self.abits, s.spatial)
+                  self.abits)
 
     def elaborate(self, platform):
         m = Module()

@@ -72,7 +72,7 @@ class Compute:
         base_in = wire(m, mac["c"] * (rows * cols) + mac["y"] * g.stride_y * cols + mac["x"] * g.stride_x,
                        "rd_base_in", COORD)
         base_w = wire(m, (mac["k"] * t["C"] + mac["c"]) * (t["R"] * t["S"]), "rd_base_w", COORD)
-        ps_addr = wire(m, ((mac["k"] * t["Y"] + mac["y"]) * t["X"] + mac["x"])[:len(Signal(shape["output"]))],
+        ps_addr = wire(m, (mac["k"] * t["Y"] + mac["y"]) * t["X"] + mac["x"],
                        "ps_addr", shape["output"])
         max_rs = t["R"] * t["S"]
         rd_in, rd_w, on = [], [], []
@@ -85,9 +85,9 @@ class Compute:
                     with m.Case(sv):
                         m.d.comb += [r.eq(Array([Const(v // sv, r.shape()) for v in range(max_rs)])[f]),
                                      s_.eq(Array([Const(v % sv, s_.shape()) for v in range(max_rs)])[f])]
-            rd_in.append(wire(m, (base_in + r * cols + s_)[:len(Signal(shape["input"]))], f"rd_in{lane}",
+            rd_in.append(wire(m, base_in + r * cols + s_, f"rd_in{lane}",
                               shape["input"]))
-            rd_w.append(wire(m, (base_w + r * t["S"] + s_)[:len(Signal(shape["weight"]))], f"rd_w{lane}",
+            rd_w.append(wire(m, base_w + r * t["S"] + s_, f"rd_w{lane}",
                              shape["weight"]))
             on.append(f < rs)
         return rd_in, rd_w, wire(m, Cat(*on), "rd_on", s.simd_lanes), ps_addr

@@ -53,14 +53,13 @@ class PE(wiring.Component):
     """A PE sized by its largest tile: ``tile`` gives K C Y X R S maxima and ``max_stride``."""
 
     def __init__(self, tile: dict[str, int], max_stride: int, lanes: int, simd: int = 1, drain_lanes: int = 1,
-                 abits: int = 24, spatial: tuple = (None, None)):
+                 abits: int = 24):
         self.tile = dict(tile)
         self.max_stride = max_stride
         self.lanes = lanes          # NoC words per cycle
         self.simd = simd            # MAC lanes: consecutive filter positions r*S+s of one window
         self.drain_lanes = drain_lanes  # partial sums read a cycle: consecutive words of a row
         self.abits = abits          # L2 word addresses
-        self.spatial = tuple(spatial)
         t = self.tile
         self.in_rows = input_span(t["Y"], max_stride, t["R"])
         self.in_cols = input_span(t["X"], max_stride, t["S"])
