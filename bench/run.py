@@ -158,11 +158,11 @@ def bench_rtl_256pe() -> None:
     import os
     import subprocess
     import tempfile
-    code = ("from sim_tests import matrix; from sim_tests.test_large_array import DATAFLOW, LAYER; "
-            "from sim_tests.runner import verify_layer; from costmodel.workload import parse_layer_spec; "
+    code = ("import json; from sim_tests import matrix; from sim_tests.test_large_array import DATAFLOW, LAYER; "
+            "from sim_tests.runner import PHASE_SECONDS, verify_layer; from costmodel.workload import parse_layer_spec; "
             "r = verify_layer(matrix.dataflow_spec(DATAFLOW), matrix.array('pe256'), "
             "parse_layer_spec(LAYER, name='big'), 'verilator', seed=3); "
-            "print(r['measured_cycles'] == r['predicted_cycles'] and r['bit_exact'])")
+            "print(json.dumps([r['measured_cycles'] == r['predicted_cycles'] and r['bit_exact'], PHASE_SECONDS]))")
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, ACCELGEN_SIM_BUILD=tmp, OBJCACHE="")
         start = time.perf_counter()
@@ -171,9 +171,12 @@ def bench_rtl_256pe() -> None:
     if run.returncode != 0:
         print(f"rtl_build_256pe_s: failed ({(run.stderr.strip().splitlines() or ['?'])[-1]})")
         return
-    exact = run.stdout.strip().splitlines()[-1] == "True"
-    print(f"rtl_build_256pe_s: {seconds:.0f} s (generate, fresh Verilator build, run; "
-          f"{'exact' if exact else 'NOT exact'}; goal < 120 s for the build)")
+    import json
+    exact, phases = json.loads(run.stdout.strip().splitlines()[-1])
+    print(f"rtl_build_256pe_s: {phases['build']:.0f} s (fresh Verilator build of 256 PEs, no ccache; "
+          f"goal < 120 s)")
+    print(f"rtl_256pe_detail: generate {phases['generate']:.0f} s, build {phases['build']:.0f} s, "
+          f"run {phases['run']:.0f} s, {seconds:.0f} s in all; {'exact' if exact else 'NOT exact'}")
 
 
 def main() -> int:

@@ -9,9 +9,11 @@ broadcast (:mod:`.accelerator`):
   address.  The top level gives each PE its distance from lane 0 (``in_delta`` / ``w_delta``,
   one subtraction per class of PEs whose tiles start at the same address), its tile's extents
   in the step being loaded, and the L2 offset of each L1 row (shared by all PEs).  Each L1 row
-  (a run of consecutive L2 words) adds its offset to the distance once; its words then find
-  their lanes with narrow arithmetic, and the PE captures every word inside its tile: one word
-  reaches every PE that needs it in the same cycle (the multicast and the halo).
+  (a run of consecutive L2 words) adds its offset to the distance once; the row's words are
+  then aligned off the lanes at once (:func:`align_row`: a logarithmic shifter when the NoC is
+  wide, a ``W``:1 mux per word when it is narrow), their lanes checked with narrow arithmetic,
+  and the PE captures every word inside its tile: one word reaches every PE that needs it in the
+  same cycle (the multicast and the halo).
 - **compute**: the compute engine broadcasts the L1 addresses of the SIMD lanes' operands and of
   the partial sum, and a per-PE enable that is already masked by the PE's own tile.
 - **drain**: reads (and clears) up to ``drain_lanes`` consecutive partial sums of a row a cycle
@@ -28,7 +30,7 @@ from costmodel.hwgen_preset.rules import input_span, l1_words
 
 from .common import wire
 
-__all__ = ["PE", "PE_MODULE", "pe_instance", "pick", "row_window"]
+__all__ = ["PE", "PE_MODULE", "align_row", "pe_instance", "pick", "row_window"]
 
 #: The Verilog module name of the PE: every position of the array is an instance of it.
 PE_MODULE = "accelgen_pe"
@@ -38,6 +40,37 @@ def row_window(cols: int, lanes: int) -> int:
     """Bits of a row's lane window: the row's first word sits at lane ``v - (cols - 1)`` with
     ``0 <= v < lanes + cols - 1`` when any of its ``cols`` words is on the ``lanes`` lanes."""
     return max(1, (lanes + cols - 1).bit_length())
+
+
+def align_row(m: Module, lanes, W: int, n: int, q, tag: str) -> list:
+    """The ``n`` words ``ext[q + i]`` (``i < n``) of ``ext`` = ``n - 1`` zero words followed by
+    the ``W`` lanes of ``lanes``: a row whose first word is on lane ``q - (n - 1)``, aligned.
+
+    A logarithmic shifter with only the outputs each stage needs: stage ``b`` (bit ``b`` of
+    ``q``, from the output side) keeps ``n + 2**b - 1`` words, so a row costs about
+    ``n * log2(W) + 2 * W`` two-input muxes a bit instead of ``n * (W - 1)`` for a ``W``:1 mux
+    per word (W = 64, n = 16: 240 against 1,008)."""
+    ext = [Const(0, 8)] * (n - 1) + [lanes[8 * j: 8 * j + 8] for j in range(W)]
+    bits = len(q)
+    need = [n + 2 ** b - 1 for b in range(bits + 1)]
+    if n * (W - 1) <= sum(min(need[b], len(ext)) for b in range(bits)):
+        # short lanes (W = 4): a W:1 mux per word is the smaller
+        # (a word off the lanes reads some lane: its capture is not enabled)
+        lane_bits = max(1, (W - 1).bit_length())
+        if W == 1:
+            return [lanes[:8].as_signed()] * n
+        return [lanes.word_select((q + i - (n - 1))[:lane_bits], 8).as_signed() for i in range(n)]
+    x = ext
+    for b in reversed(range(bits)):
+        width = min(need[b], len(x))
+        step = 2 ** b
+        nxt = []
+        for i in range(width):
+            far = x[i + step] if i + step < len(x) else Const(0, 8)
+            nxt.append(wire(m, Mux(q[b], far, x[i]), f"{tag}_s{b}_{i}", 8))
+        x = nxt
+    x = list(x) + [Const(0, 8)] * max(0, n - len(x))
+    return [v.as_signed() for v in x[:n]]
 
 
 def pick(words: list, addr):
@@ -107,7 +140,6 @@ class PE(wiring.Component):
         # Row ofs: its first word is at lane v - (n - 1) (n: the row's length in L1), v = delta +
         # ofs mod 2**A; a word of the row is on the lanes only when v < lanes + n - 1.
         A, W = self.abits, self.lanes
-        lane_bits = max(1, (W - 1).bit_length())
         in_lanes = {"input": [], "weight": []}       # (row valid, v, row length n, words [(i, inner, inside)])
         i = 0
         for c_l in range(t["C"]):
@@ -129,19 +161,18 @@ class PE(wiring.Component):
             for row, (ok, v, n, words) in enumerate(in_lanes[name]):
                 wb = row_window(n, W)
                 near = wire(m, ok & (v < W + n - 1), f"{name}_near{row}")
-                lo = v[:wb]
+                lo = wire(m, v[:wb], f"{name}_lo{row}")
+                # the row's words, aligned: word `inner` is on lane lo - (n - 1) + inner
+                aligned = align_row(m, self.lane_data, W, n, lo, f"{name}_row{row}")
                 for idx, inner, inside in words:
-                    # lane of word `inner`: v - (n - 1) + inner, on the lanes when in [0, lane_len)
                     pos = wire(m, (lo + inner)[:wb + 1], f"{name}{idx}_pos", wb + 1)
                     on_lanes = pos < self.lane_len + (n - 1)
                     if n > 1:
                         on_lanes = on_lanes & (pos >= n - 1)
                     hit = wire(m, near & inside & on_lanes, f"{name}{idx}_hit")
-                    lane = (pos - (n - 1))[:lane_bits]
-                    data = self.lane_data.word_select(lane, 8).as_signed() if W > 1 else self.lane_data[:8].as_signed()
                     for b in range(2):
                         with m.If(hit & (bank == b)):
-                            m.d.sync += regs[name][b][idx].eq(data)
+                            m.d.sync += regs[name][b][idx].eq(aligned[inner])
 
         # ---- multiply-accumulate: three stages (docs/timing.md, COMPUTE_LATENCY) ----------
         # 1. read the SIMD lanes' operands from L1 (consecutive filter positions of one window);

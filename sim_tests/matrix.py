@@ -90,7 +90,7 @@ def random_layers(dataflow: str, seed: int, count: int) -> list[Layer]:
     return out
 
 
-def run_case(dataflow: str, array_name: str, sim: str, extra=()) -> list[dict]:
+def run_case(dataflow: str, array_name: str, sim: str, extra=(), reuse: bool = False) -> list[dict]:
     """Run the dataflow's layers (and ``extra`` ones) on one generated design in ``sim``.
     Returns one row per layer: shape, predicted and measured cycles, bit-exactness, utilisation."""
     from .driver import make_job, random_operands
@@ -111,7 +111,7 @@ def run_case(dataflow: str, array_name: str, sim: str, extra=()) -> list[dict]:
         jobs.append((layer.name, job, timeout_cycles(predicted)))
         meta[layer.name] = (layer, predicted, job.expected)
     rows = []
-    for result in run_jobs(structure, l2, jobs, sim):
+    for result in run_jobs(structure, l2, jobs, sim, reuse=reuse):
         layer, predicted, expected = meta[result["name"]]
         measured = result["measured_cycles"]
         rows.append({"dataflow": dataflow, "array": array_name, "pes": hw.num_pes,

@@ -13,10 +13,11 @@ import json
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Literal
 
-from costmodel.base import AccelgenError
+from costmodel.base import AccelgenError, write_atomically
 from costmodel.dataflow.spec import DataflowSpec, resolve_dataflow
 from costmodel.hardware import Hardware
 from costmodel.hwgen_preset.fast import hwgen_cycles
@@ -24,6 +25,7 @@ from costmodel.hwgen_preset.preset import hwgen_structure, l2_split
 from costmodel.hwgen_preset.structure import HwStructure, tiles_of
 from costmodel.workload import Layer
 from hwgen.emit import IP_TOP, design_id, write_design_sources
+from hwgen.pe import PE_MODULE
 
 from hwgen import ipfiles
 
@@ -33,6 +35,11 @@ from .driver import Job, make_job, random_operands
 __all__ = ["Simulator", "run_jobs", "verify_layer", "timeout_cycles"]
 
 Simulator = Literal["icarus", "verilator"]
+
+
+#: Wall seconds of the last :func:`run_jobs`'s phases (``generate``, ``build``, ``run``), for
+#: ``make bench``.
+PHASE_SECONDS: dict[str, float] = {}
 
 
 def timeout_cycles(predicted: int) -> int:
@@ -48,24 +55,63 @@ def _design_sources(structure: HwStructure, l2_words: dict[str, int]) -> list[Pa
     return sources
 
 
+def _bench_digest() -> str:
+    """What a simulation's result depends on besides the design and the job: the bench and the
+    host program it runs."""
+    here = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in (here / "tb_accel.py", here.parent / "hwgen" / "host.py", here.parent / "hwgen" / "layout.py",
+                 here.parent / "hwgen" / "regmap.py"):
+        h.update(path.read_bytes())
+    return h.hexdigest()[:12]
+
+
 def run_jobs(structure: HwStructure, l2_words: dict[str, int], jobs: list[tuple[str, Job, int]],
-             sim: Simulator) -> list[dict]:
+             sim: Simulator, reuse: bool = False) -> list[dict]:
     """Run ``(name, job, timeout_cycles)`` on ``sim``; returns per job ``finished``,
-    ``measured_cycles`` and ``outputs``."""
+    ``measured_cycles`` and ``outputs``.  With ``reuse``, a job already run on the same design
+    (same generator, same Verilog), bench and simulator is not run again: its result is read from
+    the build folder (``make validate-rtl`` goes on where an interrupted run stopped; the tests
+    always simulate)."""
+    if reuse:
+        did = design_id(structure, l2_words)
+        cache = simenv.SIM_BUILD / did / sim / "results"
+        keys = [hashlib.sha256(json.dumps([_bench_digest(), name, job.as_dict(), timeout], sort_keys=True)
+                               .encode()).hexdigest()[:16] for name, job, timeout in jobs]
+        done = {key: json.loads((cache / f"{key}.json").read_text()) for key in keys
+                if (cache / f"{key}.json").exists()}
+        todo = [(key, job) for key, job in zip(keys, jobs) if key not in done]
+        if todo:
+            cache.mkdir(parents=True, exist_ok=True)
+            for (key, _), result in zip(todo, _simulate(structure, l2_words, [job for _, job in todo], sim)):
+                done[key] = result
+                if result["finished"]:          # (a job that timed out is run again next time)
+                    write_atomically(cache / f"{key}.json", json.dumps(result))
+        return [done[key] for key in keys]
+    return _simulate(structure, l2_words, jobs, sim)
+
+
+def _simulate(structure: HwStructure, l2_words: dict[str, int], jobs: list[tuple[str, Job, int]],
+              sim: Simulator) -> list[dict]:
     simenv.apply_env()
     missing = simenv.missing_tools(sim)
     if missing:
         raise AccelgenError(f"{sim} is not installed here (missing {', '.join(missing)}); run `make tools`",
                             where="--sim")
-    from cocotb_tools.runner import get_runner
 
     did = design_id(structure, l2_words)
+    clock = time.perf_counter()
     sources = _design_sources(structure, l2_words)
+    PHASE_SECONDS["generate"] = time.perf_counter() - clock
     build = simenv.build_dir(did, sim)
-    runner = get_runner(sim)
+    # The bench drives the top level's ports only; the PE is built once and shared by every
+    # position of the array (simenv.get_runner).
+    runner = simenv.get_runner(sim, ports_only=True, hier_blocks=(PE_MODULE,))
+    clock = time.perf_counter()
     with contextlib.redirect_stdout(sys.stderr):     # the runner's chatter must not mix with a report
         runner.build(sources=sources, hdl_toplevel=IP_TOP, build_dir=build, build_args=simenv.build_args(sim),
                      timescale=("1ns", "1ps"), always=False, log_file=build / "build.log")
+    PHASE_SECONDS["build"] = time.perf_counter() - clock
     payload = []
     for i, (name, job, timeout) in enumerate(jobs):
         payload.append({"name": name, "job": job.as_dict(), "timeout_cycles": timeout, "streams": i % 2 == 0})
@@ -75,9 +121,11 @@ def run_jobs(structure: HwStructure, l2_words: dict[str, int], jobs: list[tuple[
     jobs_file, results_file = run_dir / "jobs.json", run_dir / "results.json"
     jobs_file.write_text(json.dumps(payload))
     env = dict(simenv.TB_ENV, ACCELGEN_JOBS=str(jobs_file), ACCELGEN_RESULTS=str(results_file))
+    clock = time.perf_counter()
     with contextlib.redirect_stdout(sys.stderr):
         runner.test(test_module="sim_tests.tb_accel", hdl_toplevel=IP_TOP, build_dir=build, test_dir=run_dir,
                     extra_env=env, log_file=run_dir / "sim.log")
+    PHASE_SECONDS["run"] = time.perf_counter() - clock
     if not results_file.exists():
         raise AccelgenError(f"the simulation wrote no results; see {run_dir / 'sim.log'}", where=sim)
     results = json.loads(results_file.read_text())
@@ -87,7 +135,7 @@ def run_jobs(structure: HwStructure, l2_words: dict[str, int], jobs: list[tuple[
 
 
 def verify_layer(dataflow: DataflowSpec, hw: Hardware, layer: Layer, sim: Simulator, seed: int,
-                 label: str | None = None) -> dict:
+                 label: str | None = None, reuse: bool = False) -> dict:
     """Generate (or reuse) the design, run ``layer`` on random int8 data, compare with numpy and
     the ``hwgen`` preset."""
     df = resolve_dataflow(dataflow, layer, hw)
@@ -97,7 +145,7 @@ def verify_layer(dataflow: DataflowSpec, hw: Hardware, layer: Layer, sim: Simula
     a, b = random_operands(layer, seed)
     job = make_job(structure, tiles, layer, a, b, l2)
     predicted = hwgen_cycles(structure, tiles)
-    result = run_jobs(structure, l2, [(layer.name, job, timeout_cycles(predicted))], sim)[0]
+    result = run_jobs(structure, l2, [(layer.name, job, timeout_cycles(predicted))], sim, reuse=reuse)[0]
     measured = result["measured_cycles"]
     return {"layer": layer.describe(), "dataflow": label or df.name, "hardware": hw.name, "sim": sim,
             "seed": seed, "predicted_cycles": predicted, "measured_cycles": measured,

@@ -46,7 +46,7 @@ def efficiency_rows(sim: str) -> list[dict]:
         hw = matrix.array(hw_name)
         layer = parse_layer_spec(spec, name="fill")
         model = analyze_layer(layer, matrix.dataflow_spec(dataflow), hw, preset="hwgen")
-        got = verify_layer(matrix.dataflow_spec(dataflow), hw, layer, sim, seed=0, label=dataflow)
+        got = verify_layer(matrix.dataflow_spec(dataflow), hw, layer, sim, seed=0, label=dataflow, reuse=True)
         rows.append({"dataflow": dataflow, "array": hw_name, "layer": spec, "sim": sim,
                      "predicted_cycles": got["predicted_cycles"], "measured_cycles": got["measured_cycles"],
                      "difference": got["cycle_difference"], "bit_exact": got["bit_exact"],
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
             for dataflow in matrix.DATAFLOWS:
                 for arr in matrix.ARRAYS:
                     extra = matrix.random_layers(dataflow, seed=7, count=matrix.RANDOM_PER_CASE) if arr == matrix.ARRAYS[0] else ()
-                    got = matrix.run_case(dataflow, arr, sim, extra)
+                    got = matrix.run_case(dataflow, arr, sim, extra, reuse=True)
                     rows += got
                     bad = [r for r in got if r["difference"] != 0 or not r["bit_exact"]]
                     print(f"{sim:9} {dataflow:4} {arr:6} {len(got)} cases"
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"accelgen: error: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("accelgen: interrupted; nothing written", file=sys.stderr)
+        print("accelgen: interrupted; nothing written (the cases that finished are kept: run again to go on)", file=sys.stderr)
         return 130
     write_report(rows, eff, Path(args.out))
     failed = [r for r in rows + eff if r["difference"] != 0 or not r["bit_exact"]]

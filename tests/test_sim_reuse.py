@@ -1,0 +1,64 @@
+"""``make validate-rtl`` keeps each finished simulation and goes on where an interrupted run
+stopped (``sim_tests.runner.run_jobs(reuse=True)``): a job is simulated once per design, bench
+and simulator; one that did not finish, a changed job or another simulator is simulated again.
+No simulator runs here: the simulation is replaced by a recorder."""
+
+import pytest
+
+from costmodel.dataflow.spec import resolve_dataflow
+from costmodel.hwgen_preset.preset import hwgen_structure, l2_split
+from costmodel.hwgen_preset.structure import tiles_of
+from hwgen.layout import make_job, random_operands
+from sim_tests import matrix, runner, simenv
+
+
+@pytest.fixture
+def jobs_and_calls(tmp_path, monkeypatch):
+    monkeypatch.setattr(simenv, "SIM_BUILD", tmp_path)
+    calls = []
+
+    def fake(structure, l2, jobs, sim):
+        calls.append((sim, [name for name, _, _ in jobs]))
+        # job "L1" does not finish on its first run
+        return [{"name": name, "finished": not (name == "L1" and len(calls) == 1), "measured_cycles": 100 + i,
+                 "outputs": [i]} for i, (name, _, _) in enumerate(jobs)]
+
+    monkeypatch.setattr(runner, "_simulate", fake)
+    hw = matrix.array(matrix.ARRAYS[0])
+    layers = matrix.layers("kcp")[:3]
+    spec = matrix.dataflow_spec("kcp")
+    structure = hwgen_structure(resolve_dataflow(spec, layers[0], hw), layers[0], hw, fit=layers)
+    l2 = l2_split(hw)
+    jobs = []
+    for i, layer in enumerate(layers):
+        tiles = tiles_of(structure, resolve_dataflow(spec, layer, hw), layer)
+        jobs.append((layer.name, make_job(structure, tiles, layer, *random_operands(layer, seed=i), l2), 1000))
+    return structure, l2, jobs, calls
+
+
+def test_finished_jobs_are_not_simulated_again(jobs_and_calls):
+    structure, l2, jobs, calls = jobs_and_calls
+    first = runner.run_jobs(structure, l2, jobs, "icarus", reuse=True)
+    assert [r["finished"] for r in first] == [True, False, True]
+    again = runner.run_jobs(structure, l2, jobs, "icarus", reuse=True)
+    assert calls == [("icarus", ["L0", "L1", "L2"]), ("icarus", ["L1"])]      # only the unfinished one
+    assert [r["finished"] for r in again] == [True, True, True]
+    assert again[0] == first[0] and again[2] == first[2]
+    runner.run_jobs(structure, l2, jobs, "icarus", reuse=True)
+    assert len(calls) == 2                                                       # all kept now
+
+
+def test_another_simulator_or_a_changed_job_runs_again(jobs_and_calls):
+    structure, l2, jobs, calls = jobs_and_calls
+    runner.run_jobs(structure, l2, jobs[:1], "icarus", reuse=True)
+    runner.run_jobs(structure, l2, jobs[:1], "verilator", reuse=True)
+    name, job, timeout = jobs[0]
+    runner.run_jobs(structure, l2, [(name, job, timeout + 1)], "icarus", reuse=True)
+    assert calls == [("icarus", ["L0"]), ("verilator", ["L0"]), ("icarus", ["L0"])]
+
+
+def test_without_reuse_every_job_is_simulated(jobs_and_calls):
+    structure, l2, jobs, calls = jobs_and_calls
+    runner.run_jobs(structure, l2, jobs[:1], "icarus")
+    runner.run_jobs(structure, l2, jobs[:1], "icarus")
+    assert calls == [("icarus", ["L0"]), ("icarus", ["L0"])]
