@@ -31,7 +31,7 @@ $(TOOLS_STAMP): scripts/ensure_tools.sh | $(VENV_STAMP)
 	scripts/ensure_tools.sh
 	touch $@
 
-test: $(VENV_STAMP) $(TOOLS_STAMP)
+test: $(VENV_STAMP) $(TOOLS_STAMP) $(FPGA_STAMP)
 	$(WITH_ENV) $(PY) -m pytest $(PYTEST_ARGS)
 
 demo: $(VENV_STAMP) $(TOOLS_STAMP)

@@ -99,8 +99,9 @@ def bench_rtl_resources(hardware: str, target: str = "ecp5", place_top: bool = F
     LFE5U-85F where installed: the PE module alone with its ports registered (it is what the
     array replicates, and its ports would not fit the package), and with ``place_top`` the whole
     top level too (its host-bus ports fit; pins unconstrained) when ``ACCELGEN_BENCH_PNR_TOP=1``,
-    as it is slow on the 2-core machine (tiny before the lean PE: 18,656 LUT cells, 20.6 MHz after
-    placement, routing still congested after 40 min)."""
+    as it is slow on the 2-core machine (tiny: synthesis ~1.5 min, routing ~10 min; 23.4 MHz, the
+    critical path being the loader's box arithmetic of the next step, union -> input span -> run
+    multiplier, in the one cycle of a shift)."""
     import tempfile
 
     from accelgen.synth import nextpnr_missing, place_and_route, synthesize_design, yosys_missing
@@ -148,7 +149,7 @@ def bench_rtl_resources(hardware: str, target: str = "ecp5", place_top: bool = F
             print(f"{name}: {pr.fmax_mhz:.1f} MHz (ecp5 {pr.part}, {what}; target {pr.freq_mhz:g} MHz; "
                   f"{used / max(available, 1):.1%} of LUT cells; synthesis + P&R {pr.seconds:.0f} s)")
         if place_top and not top_wanted:
-            print(f"rtl_fmax_mhz_top: not measured ({whole}: routing did not converge in 40 min here; "
+            print(f"rtl_fmax_mhz_top: not measured ({whole}: ~12 min of synthesis and routing here; "
                   "set ACCELGEN_BENCH_PNR_TOP=1)")
 
 

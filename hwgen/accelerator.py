@@ -80,7 +80,7 @@ class Accelerator(wiring.Component):
             out[name] = []
             for lv, T in enumerate((g.T0, g.T1)):
                 d = self.s.spatial[lv]
-                out[name].append(wire(m, (T[d] * by_dim[d])[:self.abits], f"{name}_unit{lv}", self.abits)
+                out[name].append(g.static((T[d] * by_dim[d])[:self.abits], f"{name}_unit{lv}", self.abits)
                                  if d in by_dim else Const(0, self.abits))
         return out
 
@@ -112,9 +112,14 @@ class _PerClass:
         return (u0 if s.spatial[0] in dims else 0, u1 if s.spatial[1] in dims else 0)
 
     def extent(self, desc, d: str, u0: int, u1: int):
+        """The PE's tile extent along ``d`` in the step of ``desc`` (the controller's ``ld`` or
+        ``cp``), a register ahead of the step."""
         k0, k1 = self._unit_key((d,), u0, u1)
-        return self._once(("ext", desc.valid.name, d, k0, k1),
-                          lambda: self.g.tile(desc, LOOP_DIMS.index(d), k0, k1)[1])
+        which = desc.valid.name[:2]
+        di = LOOP_DIMS.index(d)
+        return self._once(("ext", which, d, k0, k1),
+                          lambda: self.ctl.ahead(self.m, which, lambda nd: self.g.tile(nd, di, k0, k1)[1],
+                                                 f"{which}_ext_{d}_{k0}_{k1}"))
 
     def _span(self, d: str, u0: int, u1: int):
         """Input rows (``Y``) or columns (``X``) of the PE's tile in the step being loaded."""
@@ -122,9 +127,12 @@ class _PerClass:
         k0, k1 = self._unit_key((d,), u0, u1)
 
         def make():
-            e = self.extent(self.ctl.ld, d, k0, k1)
             stride, filt = (g.stride_y, g.R) if d == "Y" else (g.stride_x, g.S)
-            return wire(m, Mux(e > 0, input_span(e, stride, filt), 0)[:COORD], f"ld_span_{d}_{k0}_{k1}", COORD)
+
+            def span(desc):
+                e = g.tile(desc, LOOP_DIMS.index(d), k0, k1)[1]
+                return Mux(e > 0, input_span(e, stride, filt), 0)[:COORD]
+            return self.ctl.ahead(m, "ld", span, f"ld_span_{d}_{k0}_{k1}")
         return self._once(("span", d, k0, k1), make)
 
     def _delta(self, name: str, u0: int, u1: int):
@@ -134,7 +142,11 @@ class _PerClass:
         first = loader.in_base if name == "input" else loader.w_base
 
         def make():
-            base = first + k0 * self.steps[name][0] + k1 * self.steps[name][1]
+            # The class's first word, a register a cycle behind the step's base (ahead of the
+            # step, so it is right from the cycle after go: the first cycle the lanes can carry
+            # the step's words, one after the loader's first issue).
+            base = Signal(A, name=f"{name}_first_{k0}_{k1}")
+            m.d.sync += base.eq((first + k0 * self.steps[name][0] + k1 * self.steps[name][1])[:A])
             return wire(m, (base - loader.lane_addr)[:A], f"{name}_delta_{k0}_{k1}", A)
         return self._once(("delta", name, k0, k1), make)
 
@@ -155,13 +167,13 @@ class _PerClass:
         plane, row = strides["input"]["C"], g.cfg["in_cols"]
         for c in range(t["C"]):
             for y in range(pe.in_rows):
-                self.rows[f"in_ofs_{c}_{y}"] = wire(m, (c * plane + y * row + (pe.in_cols - 1))[:A], f"in_ofs_{c}_{y}", A)
+                self.rows[f"in_ofs_{c}_{y}"] = g.static((c * plane + y * row + (pe.in_cols - 1))[:A], f"in_ofs_{c}_{y}", A)
         crs, rs = strides["weight"]["K"], strides["weight"]["C"]
         for k in range(t["K"]):
             for c in range(t["C"]):
                 for r in range(t["R"]):
-                    self.rows[f"w_ofs_{k}_{c}_{r}"] = wire(m, (k * crs + c * rs + r * g.S + (t["S"] - 1))[:A],
-                                                           f"w_ofs_{k}_{c}_{r}", A)
+                    self.rows[f"w_ofs_{k}_{c}_{r}"] = g.static((k * crs + c * rs + r * g.S + (t["S"] - 1))[:A],
+                                                               f"w_ofs_{k}_{c}_{r}", A)
 
     def wire_pe(self, pe, u0: int, u1: int, template: PE) -> None:
         """One PE's ports."""

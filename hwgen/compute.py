@@ -35,9 +35,9 @@ class Compute:
     @classmethod
     def build(cls, m: Module, s: HwStructure, g: Geometry, ctl: Controller) -> "Compute":
         cp = ctl.cp
-        cp_ext = [g.tile(cp, di, 0, 0)[1] for di in range(4)]
+        cp_ext = [ctl.ahead(m, "cp", lambda d, di=di: g.tile(d, di, 0, 0)[1], f"cp_ext_{di}") for di in range(4)]
         c_active = Signal(name="c_active")
-        rs = wire(m, g.R * g.S, "filt_rs", COORD)
+        rs = g.static(g.R * g.S, "filt_rs", COORD)
         mac = {n: Signal(COORD, name=f"mac_{n}") for n in ORDER}
         bounds = dict(zip(ORDER, cp_ext + [rs]))
         steps_by = {"k": 1, "c": 1, "y": 1, "x": 1, "f": s.simd_lanes}   # the lanes take simd filter positions

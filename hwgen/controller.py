@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 
 from costmodel.hwgen_preset.rules import LOOP_DIMS, OUTPUT_DIMS, TENSOR_LOOP_DIMS
 from costmodel.hwgen_preset.structure import HwStructure
@@ -30,6 +30,8 @@ class Controller:
     cp: Desc                # the step being computed
     dr: Desc                # the step being drained
     engines_continue: Signal  # driven by the top level: an engine is still busy next cycle
+    shift: Signal | None = None     # (after elaborate) the descriptors shift at this cycle's edge
+    pending: dict | None = None     # (after elaborate) "ld" / "cp" / "dr" -> what it holds after the shift
 
     @classmethod
     def build(cls) -> "Controller":
@@ -55,6 +57,10 @@ class Controller:
         ld_ends = wire(m, ~more | tensor_differs(pos_b0, pos_r1, ld, OUTPUT_DIMS), "ld_ends")
         cp_ends = wire(m, ~ld.valid | tensor_differs(ld.b0, ld.r1, cp, OUTPUT_DIMS), "cp_ends")
         work = wire(m, more | ld.valid | (cp.valid & cp_ends), "work")
+        self.shift = wire(m, self.running & ~start & ~self.engines_continue & work, "shift")
+        self.pending = {"ld": Desc(wire(m, more, "ldn_valid"), pos_b0, pos_r1, *[Signal(name=f"ldn_{f}") for f in
+                                   ("bank_in", "bank_w", "bank_ps", "ld_in", "ld_w", "ends")]),
+                        "cp": ld, "dr": cp}
 
         # advance of the odometer (combinational next position)
         nxt_b0 = [Signal(COORD, name=f"nxt_b0_{d}") for d in LOOP_DIMS]
@@ -101,3 +107,22 @@ class Controller:
                         m.d.sync += more.eq(~carry[0])
                 with m.Else():
                     m.d.sync += [self.running.eq(0), self.done.eq(1)]
+
+    def ahead(self, m: Module, which: str, make, name: str):
+        """``make(desc)`` for the step descriptor ``which`` (``"ld"``, ``"cp"``, ``"dr"``; ``make``
+        may read its positions and the configuration), as a register (or a dict of them, named
+        ``name_key``, when ``make`` returns a dict of values): computed in the cycle the
+        descriptors shift, from the positions the descriptor is about to take, and held until
+        the next shift.  A quantity of the step is then a register in every cycle it is used,
+        not arithmetic behind one (``go`` is the cycle after the shift)."""
+        assert self.shift is not None, "ahead() needs the controller elaborated"
+        made = make(self.pending[which])
+        if isinstance(made, dict):
+            return {key: self._hold(m, value, f"{name}_{key}") for key, value in made.items()}
+        return self._hold(m, made, name)
+
+    def _hold(self, m: Module, value, name: str) -> Signal:
+        value = Value.cast(value)
+        reg = Signal(value.shape(), name=name)
+        m.d.sync += reg.eq(Mux(self.shift, value, reg))
+        return reg

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Const, Module, Signal
+from amaranth.hdl import Const, Module, Signal, Value
 
 from costmodel.hwgen_preset.rules import LOOP_DIMS
 from costmodel.hwgen_preset.structure import HwStructure
@@ -56,6 +56,18 @@ class Geometry:
         self.T1 = {d: self.cfg[f"t1_{d}"] for d in LOOP_DIMS}
         self.stride_y, self.stride_x = self.cfg["stride_y"], self.cfg["stride_x"]
         self.R, self.S = self.cfg["R"], self.cfg["S"]
+
+    def static(self, expr, name: str, shape=None) -> Signal:
+        """``expr``, arithmetic on the configuration registers (which hold still while the
+        accelerator runs), as a register: products like ``in_rows * in_cols`` are then on no
+        path of the run.  One that reads the configuration alone is ready in the cycle after
+        ``start`` (the last configuration write was a cycle before ``start`` at the latest),
+        the first shift of the descriptors; one that reads such registers is ready a cycle
+        later, by the first ``go``.  No static register is deeper (``docs/timing.md``)."""
+        value = Value.cast(expr)
+        reg = Signal(shape if shape is not None else value.shape(), name=name)
+        self.m.d.sync += reg.eq(value)
+        return reg
 
     def offsets(self, di: int, u0, u1) -> tuple:
         """How far the tile of unit (u0, u1) starts from the step's ``b0 + r1`` along loop dim

