@@ -157,13 +157,37 @@ class PE(wiring.Component):
                              f"w_v_{k_l}_{c_l}_{r}", A)
                     in_lanes["weight"].append((ok, v, t["S"], [(i + s_, s_, s_ < self.filt_s) for s_ in range(t["S"])]))
                     i += t["S"]
-        for name, bank in (("input", self.ld_bank_in), ("weight", self.ld_bank_w)):
+        # Each row's lane window; the row's words are aligned off the lanes by a shifter that an
+        # input row and a weight row share (the bus carries one tensor a cycle, ``lane_weight``):
+        # shifter p aligns input row p or weight row p, sized by the longer of the two.  Word
+        # ``inner`` of a row of ``n`` words is on lane ``lo - (n - 1) + inner``, which is output
+        # ``inner`` of a shifter of ``N >= n`` words driven with ``lo + (N - n)``.
+        windows = {}
+        for name in ("input", "weight"):
             for row, (ok, v, n, words) in enumerate(in_lanes[name]):
                 wb = row_window(n, W)
-                near = wire(m, ok & (v < W + n - 1), f"{name}_near{row}")
-                lo = wire(m, v[:wb], f"{name}_lo{row}")
-                # the row's words, aligned: word `inner` is on lane lo - (n - 1) + inner
-                aligned = align_row(m, self.lane_data, W, n, lo, f"{name}_row{row}")
+                windows[name, row] = (wire(m, ok & (v < W + n - 1), f"{name}_near{row}"),
+                                      wire(m, v[:wb], f"{name}_lo{row}"), wb)
+        aligned_rows = {}
+        for p in range(max(len(in_lanes["input"]), len(in_lanes["weight"]))):
+            users = [(name, in_lanes[name][p][2]) for name in ("input", "weight") if p < len(in_lanes[name])]
+            N = max(n for _, n in users)
+            wbN = row_window(N, W)
+
+            def shifted(name, n):
+                lo = windows[name, p][1]
+                return (lo + (N - n))[:wbN] if N > n else lo
+            if len(users) == 1:
+                q = shifted(*users[0])
+            else:
+                q = wire(m, Mux(self.lane_weight, shifted(*users[1]), shifted(*users[0])), f"row{p}_q", wbN)
+            aligned = align_row(m, self.lane_data, W, N, q, f"row{p}")
+            for name, _ in users:
+                aligned_rows[name, p] = aligned
+        for name, bank in (("input", self.ld_bank_in), ("weight", self.ld_bank_w)):
+            for row, (ok, v, n, words) in enumerate(in_lanes[name]):
+                near, lo, wb = windows[name, row]
+                aligned = aligned_rows[name, row]
                 for idx, inner, inside in words:
                     pos = wire(m, (lo + inner)[:wb + 1], f"{name}{idx}_pos", wb + 1)
                     on_lanes = pos < self.lane_len + (n - 1)
