@@ -17,7 +17,7 @@ from amaranth.lib.wiring import In, Out
 from costmodel.hwgen_preset.rules import LOOP_DIMS, host_offset_bits, input_span, l2_address_bits
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, wire
+from .common import COORD, times, wire
 from .compute import ORDER, Compute
 from .controller import Controller
 from .drain import Drain, drain_lanes
@@ -146,9 +146,18 @@ class _PerClass:
             # step, so it is right from the cycle after go: the first cycle the lanes can carry
             # the step's words, one after the loader's first issue).
             base = Signal(A, name=f"{name}_first_{k0}_{k1}")
-            m.d.sync += base.eq((first + k0 * self.steps[name][0] + k1 * self.steps[name][1])[:A])
+            m.d.sync += base.eq((first + self._step_times(name, 0, k0) + self._step_times(name, 1, k1))[:A])
             return wire(m, (base - loader.lane_addr)[:A], f"{name}_delta_{k0}_{k1}", A)
         return self._once(("delta", name, k0, k1), make)
+
+    def _step_times(self, name: str, level: int, k: int):
+        """``k`` times the L2 distance between neighbouring units of ``level`` for ``name``: a
+        static register (shifts and adds of a static one, so ready by the first ``go``)."""
+        if k == 0:
+            return 0
+        return self._once(("step", name, level, k),
+                          lambda: self.g.static(times(k, self.steps[name][level])[:self.A],
+                                                f"{name}_step{level}_x{k}", self.A))
 
     def _inside(self, u0: int, u1: int):
         """The compute engine's position is inside the PE's tile of the step computed."""

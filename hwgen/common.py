@@ -3,9 +3,9 @@ the tile arithmetic of :mod:`costmodel.hwgen_preset` (``walk._extent``) in hardw
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal, Value
+from amaranth.hdl import Const, Module, Mux, Signal, Value
 
-__all__ = ["COORD", "wire", "smaller", "tile_extent"]
+__all__ = ["COORD", "wire", "smaller", "tile_extent", "times"]
 
 COORD = 16          # bits of a coordinate or extent
 
@@ -17,6 +17,20 @@ def wire(m: Module, expr, name: str, shape=None) -> Signal:
     sig = Signal(shape if shape is not None else value.shape(), name=name)
     m.d.comb += sig.eq(value)
     return sig
+
+
+def times(k: int, x):
+    """``k * x`` for a constant ``k >= 0``, as shifts and adds (a tree, so about log2 of ``k``'s
+    set bits deep): Yosys maps a product by a constant to a DSP multiplier, which an FPGA keeps
+    for the MACs.  The result is wide enough for any ``x``."""
+    assert k >= 0
+    x = Value.cast(x)
+    terms = [x.as_unsigned() << b for b in range(k.bit_length()) if k >> b & 1]
+    if not terms:
+        return Const(0, 1)
+    while len(terms) > 1:
+        terms = [terms[i] + terms[i + 1] if i + 1 < len(terms) else terms[i] for i in range(0, len(terms), 2)]
+    return terms[0]
 
 
 def smaller(a, b):

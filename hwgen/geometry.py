@@ -12,7 +12,7 @@ from amaranth.hdl import Const, Module, Signal, Value
 from costmodel.hwgen_preset.rules import LOOP_DIMS
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, smaller, tile_extent, wire
+from .common import COORD, smaller, tile_extent, times, wire
 
 __all__ = ["CONFIG_REGS", "Desc", "Geometry"]
 
@@ -56,6 +56,7 @@ class Geometry:
         self.T1 = {d: self.cfg[f"t1_{d}"] for d in LOOP_DIMS}
         self.stride_y, self.stride_x = self.cfg["stride_y"], self.cfg["stride_x"]
         self.R, self.S = self.cfg["R"], self.cfg["S"]
+        self._scaled: dict = {}
 
     def static(self, expr, name: str, shape=None) -> Signal:
         """``expr``, arithmetic on the configuration registers (which hold still while the
@@ -74,9 +75,20 @@ class Geometry:
         ``di``: ``u0 * T0`` and ``u1 * T1`` where the levels spread it (constant multiples for a
         fixed unit), else 0; they do not change during a run."""
         s, d = self.s, LOOP_DIMS[di]
-        off0 = u0 * self.T0[d] if s.spatial[0] == d else Const(0, COORD)
-        off1 = u1 * self.T1[d] if s.spatial[1] == d else Const(0, COORD)
+        off0 = self.scaled(0, d, u0) if s.spatial[0] == d else Const(0, COORD)
+        off1 = self.scaled(1, d, u1) if s.spatial[1] == d else Const(0, COORD)
         return off0, off1
+
+    def scaled(self, level: int, d: str, u):
+        """``u * T_level[d]``: for a constant ``u`` a static register (shifts and adds, so no
+        multiplier and on no path of the run), for a signal (the drain's group) a product."""
+        T = (self.T0, self.T1)[level][d]
+        if not isinstance(u, int):
+            return u * T
+        key = (level, d, u)
+        if key not in self._scaled:
+            self._scaled[key] = self.static(times(u, T), f"t{level}_{d}_x{u}")
+        return self._scaled[key]
 
     def tile(self, desc: Desc, di: int, u0, u1):
         """(start, extent) of loop dim di for the PE at (u0, u1) in the step of desc."""
@@ -92,9 +104,9 @@ class Geometry:
         T0, T1, D = self.T0[d], self.T1[d], self.D[d]
         start = wire(m, desc.b0[di] + desc.r1[di], f"u_{d}_start", COORD)
         if s.spatial[0] == d:
-            end = smaller(desc.b0[di] + s.n0 * T0, D)
+            end = smaller(desc.b0[di] + self.scaled(0, d, s.n0), D)
         elif s.spatial[1] == d:
-            end = smaller(smaller(start + s.n1 * T1, desc.b0[di] + T0), D)
+            end = smaller(smaller(start + self.scaled(1, d, s.n1), desc.b0[di] + T0), D)
         else:
             end = smaller(smaller(start + T1, desc.b0[di] + T0), D)
         return start, wire(m, (end - start)[:COORD], f"u_{d}_ext", COORD)
