@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 
+from costmodel.hwgen_preset.rules import LOOP_DIMS
 from costmodel.hwgen_preset.structure import HwStructure
 
 from .common import COORD, wire
@@ -52,25 +53,32 @@ class Drain:
         dr, D = ctl.dr, g.D
         n0, n1 = s.n0, s.n1
         red0, red1 = s.reduction_spatial
+        sp0, sp1 = s.spatial
         g0 = Signal(COORD, name="g0")
         g1 = Signal(COORD, name="g1")
         dk, dy, dx = Signal(COORD, name="dk"), Signal(COORD, name="dy"), Signal(COORD, name="dx")
         d_active = Signal(name="d_active")
         d_tail = Signal(name="d_tail")
+        # the group's offsets from the step's b0 + r1, counted (g0 * T0, g1 * T1 along the
+        # levels' spatial dimensions), so the group's tile takes no multiplier
+        o0, o1 = Signal(COORD, name="dr_ofs0"), Signal(COORD, name="dr_ofs1")
+        T0s = g.T0[sp0] if sp0 is not None else Const(0, COORD)
+        T1s = g.T1[sp1] if sp1 is not None else Const(0, COORD)
 
-        def group_tile(gg0, gg1):
-            return [g.tile(dr, di, gg0, gg1) for di in range(4)]
+        def group_tile(a0, a1, tag):
+            return [g.tile_at(dr, di, a0 if sp0 == d else Const(0, COORD), a1 if sp1 == d else Const(0, COORD), tag)
+                    for di, d in enumerate(LOOP_DIMS)]
 
-        (gk0, gkn), _, (gy0, gyn), (gx0, gxn) = group_tile(g0, g1)
+        (_, gkn), _, (_, gyn), (_, gxn) = group_tile(o0, o1, "g")
         g_ext = {"K": gkn, "Y": gyn, "X": gxn}
 
-        def valid_group(gg0, gg1):
-            return Cat(*[e > 0 for _, e in group_tile(gg0, gg1)]).all()
+        def valid_group(a0, a1, tag):
+            return Cat(*[e > 0 for _, e in group_tile(a0, a1, tag)]).all()
 
         has_g1 = not red1 and s.spatial[1] is not None and n1 > 1
         has_g0 = not red0 and s.spatial[0] is not None and n0 > 1
-        next_g1_ok = ((g1 + 1 < n1) & valid_group(g0, g1 + 1)) if has_g1 else Const(0)
-        next_g0_ok = ((g0 + 1 < n0) & valid_group(g0 + 1, 0)) if has_g0 else Const(0)
+        next_g1_ok = ((g1 + 1 < n1) & valid_group(o0, o1 + T1s, "g1n")) if has_g1 else Const(0)
+        next_g0_ok = ((g0 + 1 < n0) & valid_group(o0 + T0s, Const(0, COORD), "g0n")) if has_g0 else Const(0)
         lanes, banks = collection_lanes(s), s.noc_words_per_cycle
         lg = (banks - 1).bit_length()
         d_issue = wire(m, (ctl.go & dr.valid & dr.ends) | (d_active & ~d_tail), "d_issue")
@@ -92,31 +100,49 @@ class Drain:
         y_last = wire(m, x_last & (dy + 1 >= g_ext["Y"]), "y_last")
         k_last = wire(m, y_last & (dk + 1 >= g_ext["K"]), "k_last")
         length = wire(m, Mux(left < lanes, left, lanes), "dr_len", range(lanes + 1))
+        # the output address, counted: the step's first output (group (0, 0)'s, a register of
+        # the dr descriptor computed at the shift (Controller.ahead)) plus ``rel``, the run's row
+        # relative to it (``k_rel``: its (group, k) part; ``g0_rel``: the g0 part); + dx
+        OB = max(1, top.l2_words["output"].bit_length())
+        dydx = g.static((D["Y"] * D["X"])[:OB], "out_plane", OB)
+        dim_stride = {"K": dydx, "Y": D["X"][:OB], "X": Const(1, OB)}
+
+        def step_base(desc):
+            k, y, x = ((desc.b0[i] + desc.r1[i])[:COORD] for i in (0, 2, 3))
+            return (k * dydx + y * D["X"] + x)[:OB]
+        base = ctl.ahead(m, "dr", step_base, "out_base")
+        unit_step = [g.static((T * dim_stride[d])[:OB], f"out_unit{lv}", OB) if d in dim_stride else Const(0, OB)
+                     for lv, (T, d) in enumerate(((T0s, sp0), (T1s, sp1)))]
+        rel, k_rel, grp, g0_rel = (Signal(OB, name=n) for n in ("dr_rel", "dr_k_rel", "dr_grp", "dr_g0_rel"))
         with m.If(d_issue):
             m.d.sync += d_active.eq(1)
             with m.If(~x_last):
                 m.d.sync += dx.eq(dx + lanes)
             with m.Elif(~y_last):
-                m.d.sync += [dx.eq(0), dy.eq(dy + 1)]
+                m.d.sync += [dx.eq(0), dy.eq(dy + 1), rel.eq(rel + dim_stride["Y"])]
             with m.Elif(~k_last):
-                m.d.sync += [dx.eq(0), dy.eq(0), dk.eq(dk + 1)]
+                m.d.sync += [dx.eq(0), dy.eq(0), dk.eq(dk + 1), rel.eq(k_rel + dydx), k_rel.eq(k_rel + dydx)]
             with m.Elif(more_groups):
-                m.d.sync += [dy.eq(0), dk.eq(0), dx.eq(dx + lanes)]      # the next run of groups
+                m.d.sync += [dy.eq(0), dk.eq(0), dx.eq(dx + lanes), rel.eq(grp), k_rel.eq(grp)]  # the next run of groups
             with m.Else():
                 m.d.sync += [dx.eq(0), dy.eq(0), dk.eq(0)]
                 with m.If(next_g1_ok):
-                    m.d.sync += g1.eq(g1 + 1)
+                    nxt = grp + unit_step[1]
+                    m.d.sync += [g1.eq(g1 + 1), o1.eq(o1 + T1s), grp.eq(nxt), k_rel.eq(nxt), rel.eq(nxt)]
                 with m.Elif(next_g0_ok):
-                    m.d.sync += [g1.eq(0), g0.eq(g0 + 1)]
+                    nxt = g0_rel + unit_step[0]
+                    m.d.sync += [g1.eq(0), g0.eq(g0 + 1), o1.eq(0), o0.eq(o0 + T0s),
+                                 g0_rel.eq(nxt), grp.eq(nxt), k_rel.eq(nxt), rel.eq(nxt)]
                 with m.Else():
-                    m.d.sync += [g0.eq(0), g1.eq(0), d_tail.eq(1)]
+                    m.d.sync += [g0.eq(0), g1.eq(0), o0.eq(0), o1.eq(0), d_tail.eq(1),
+                                 g0_rel.eq(0), grp.eq(0), k_rel.eq(0), rel.eq(0)]
         with m.Elif(d_tail):
             m.d.sync += [d_tail.eq(0), d_active.eq(0)]
         if across is None:
             dr_local = wire(m, (dk * t["Y"] + dy) * t["X"] + dx, "dr_local", COORD)
         else:
             dr_local = wire(m, dk * t["Y"] + dy, "dr_local", COORD)
-        out_addr = wire(m, ((gk0 + dk) * D["Y"] + gy0 + dy) * D["X"] + gx0 + dx, "out_addr", 32)
+        out_addr = wire(m, (base + rel + dx)[:OB], "out_addr", OB)
         for u0, u1, pe in pes:
             if across is None:
                 in_group = Const(1)
@@ -138,7 +164,7 @@ class Drain:
                 lane = [wire(m, (lane[i] + lane[i + 1])[:32].as_signed(), f"red{j}", signed(32))
                         if i + 1 < len(lane) else lane[i] for i in range(0, len(lane), 2)]
             m.d.sync += value_r[j].eq(lane[0])
-        addr_r = Signal(32, name="addr_r")
+        addr_r = Signal(OB, name="addr_r")
         len_r = Signal(range(lanes + 1), name="len_r")
         m.d.sync += [addr_r.eq(out_addr), len_r.eq(Mux(d_issue, length, 0))]
         # bank b holds word a when a mod W == b: lane j = (b - a0) mod W of the run starting at a0

@@ -79,23 +79,25 @@ class Geometry:
         off1 = self.scaled(1, d, u1) if s.spatial[1] == d else Const(0, COORD)
         return off0, off1
 
-    def scaled(self, level: int, d: str, u):
-        """``u * T_level[d]``: for a constant ``u`` a static register (shifts and adds, so no
-        multiplier and on no path of the run), for a signal (the drain's group) a product."""
+    def scaled(self, level: int, d: str, u: int):
+        """``u * T_level[d]`` for a constant ``u``: a static register (shifts and adds, so no
+        multiplier and on no path of the run)."""
         T = (self.T0, self.T1)[level][d]
-        if not isinstance(u, int):
-            return u * T
         key = (level, d, u)
         if key not in self._scaled:
             self._scaled[key] = self.static(times(u, T), f"t{level}_{d}_x{u}")
         return self._scaled[key]
 
-    def tile(self, desc: Desc, di: int, u0, u1):
+    def tile(self, desc: Desc, di: int, u0: int, u1: int):
         """(start, extent) of loop dim di for the PE at (u0, u1) in the step of desc."""
+        return self.tile_at(desc, di, *self.offsets(di, u0, u1), f"{u0}_{u1}")
+
+    def tile_at(self, desc: Desc, di: int, off0, off1, tag: str):
+        """(start, extent) of loop dim di for the unit whose tile starts ``off0 + off1`` from
+        the step's ``b0 + r1`` (:meth:`offsets`; the drain counts them for its group)."""
         d = LOOP_DIMS[di]
-        tag = f"{desc.valid.name[:2]}_{d}_{u0 if isinstance(u0, int) else 'g'}_{u1 if isinstance(u1, int) else 'g'}"
-        return tile_extent(self.m, tag, desc.b0[di], desc.r1[di], self.T0[d], self.T1[d], self.D[d],
-                           *self.offsets(di, u0, u1))
+        return tile_extent(self.m, f"{desc.valid.name[:2]}_{d}_{tag}", desc.b0[di], desc.r1[di], self.T0[d],
+                           self.T1[d], self.D[d], off0, off1)
 
     def union(self, desc: Desc, di: int):
         """(start, extent) of loop dim di over all PEs in the step of desc."""
