@@ -100,9 +100,10 @@ class Drain:
         y_last = wire(m, x_last & (dy + 1 >= g_ext["Y"]), "y_last")
         k_last = wire(m, y_last & (dk + 1 >= g_ext["K"]), "k_last")
         length = wire(m, Mux(left < lanes, left, lanes), "dr_len", range(lanes + 1))
-        # the output address, counted: the step's first output (group (0, 0)'s, a register of
-        # the dr descriptor computed at the shift (Controller.ahead)) plus ``rel``, the run's row
-        # relative to it (``k_rel``: its (group, k) part; ``g0_rel``: the g0 part); + dx
+        # the output address, counted: ``base`` (the step's first output, a register of the dr
+        # descriptor: Controller.ahead) + ``rel`` (the run's row from it) + dx, where ``rel``
+        # restarts from ``k_rel`` (the group's row of this k) and ``k_rel`` from ``grp`` (the
+        # group's first word; ``g0_rel`` its g0 part)
         OB = max(1, top.l2_words["output"].bit_length())
         dydx = g.static((D["Y"] * D["X"])[:OB], "out_plane", OB)
         dim_stride = {"K": dydx, "Y": D["X"][:OB], "X": Const(1, OB)}
