@@ -14,10 +14,10 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from costmodel.hwgen_preset.rules import LOOP_DIMS, host_offset_bits, input_span, l2_address_bits
+from costmodel.hwgen_preset.rules import LOOP_DIMS, host_offset_bits, l2_address_bits
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, times, wire
+from .common import COORD, span, times, wire
 from .compute import ORDER, Compute
 from .controller import Controller
 from .drain import Drain, drain_lanes
@@ -129,25 +129,24 @@ class _PerClass:
         def make():
             stride, filt = (g.stride_y, g.R) if d == "Y" else (g.stride_x, g.S)
 
-            def span(desc):
-                e = g.tile(desc, LOOP_DIMS.index(d), k0, k1)[1]
-                return Mux(e > 0, input_span(e, stride, filt), 0)[:COORD]
-            return self.ctl.ahead(m, "ld", span, f"ld_span_{d}_{k0}_{k1}")
+            # two register stages (Controller.ahead): the extent, then the span at the shift
+            return self.ctl.ahead(m, "ld", lambda desc: g.tile(desc, LOOP_DIMS.index(d), k0, k1)[1],
+                                  f"ld_span_{d}_{k0}_{k1}",
+                                  then=lambda e: Mux(e > 0, span(e, stride, filt, self.s.max_stride), 0)[:COORD])
         return self._once(("span", d, k0, k1), make)
 
     def _delta(self, name: str, u0: int, u1: int):
-        """(the PE's first word of ``name`` - lane 0's address) mod 2**A."""
+        """(the PE's first word of ``name`` - lane 0's address) mod 2**A, a register: the class's
+        first word is the box's plus its units' steps (static), and lane 0's is the box's plus
+        the issue's offset in it (``issue_rel``), so the difference is taken at the issue, from
+        registers, and is ready with the lanes a cycle later."""
         loader, m, A = self.loader, self.m, self.A
         k0, k1 = self._unit_key(tuple(loader.strides[name]), u0, u1)
-        first = loader.in_base if name == "input" else loader.w_base
 
         def make():
-            # The class's first word, a register a cycle behind the step's base (ahead of the
-            # step, so it is right from the cycle after go: the first cycle the lanes can carry
-            # the step's words, one after the loader's first issue).
-            base = Signal(A, name=f"{name}_first_{k0}_{k1}")
-            m.d.sync += base.eq((first + self._step_times(name, 0, k0) + self._step_times(name, 1, k1))[:A])
-            return wire(m, (base - loader.lane_addr)[:A], f"{name}_delta_{k0}_{k1}", A)
+            delta = Signal(A, name=f"{name}_delta_{k0}_{k1}")
+            m.d.sync += delta.eq((self._step_times(name, 0, k0) + self._step_times(name, 1, k1) - loader.issue_rel)[:A])
+            return delta
         return self._once(("delta", name, k0, k1), make)
 
     def _step_times(self, name: str, level: int, k: int):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from amaranth.hdl import Const, Module, Mux, Signal, Value
 
-__all__ = ["COORD", "wire", "smaller", "tile_extent", "times"]
+__all__ = ["COORD", "wire", "smaller", "span", "tile_extent", "times"]
 
 COORD = 16          # bits of a coordinate or extent
 
@@ -31,6 +31,18 @@ def times(k: int, x):
     while len(terms) > 1:
         terms = [terms[i] + terms[i + 1] if i + 1 < len(terms) else terms[i] for i in range(0, len(terms), 2)]
     return terms[0]
+
+
+def span(n, stride, filt, max_stride: int):
+    """Input rows (or columns) that ``n >= 1`` outputs read, ``(n - 1) * stride + filt``
+    (``costmodel.hwgen_preset.rules.input_span``), for a run-time ``stride`` of at most the
+    design's ``max_stride``: a mux over the constant multiples (shifts and adds), not a
+    multiplier, since a stride is small."""
+    n1 = (Value.cast(n) - 1)[:len(Value.cast(n))]
+    prod = times(max_stride, n1)
+    for k in reversed(range(1, max_stride)):
+        prod = Mux(stride == k, times(k, n1), prod)
+    return prod + filt
 
 
 def smaller(a, b):

@@ -12,7 +12,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Signal
 from costmodel.hwgen_preset.rules import TIMING, input_span, l1_words
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, wire
+from .common import COORD, times, wire
 from .controller import Controller
 from .geometry import Geometry
 
@@ -45,49 +45,77 @@ class Compute:
         c_wrap = [Const(1)]
         for n in reversed(ORDER):
             c_wrap.append(wire(m, c_wrap[-1] & (mac[n] + steps_by[n] >= bounds[n]), f"c_wrap_{n}"))
+        bumps = {}                    # the counter that moves at this issue (the ones inside it wrap)
         with m.If(c_issue):
             m.d.sync += c_active.eq(~c_wrap[-1])
             for i, n in enumerate(reversed(ORDER)):
                 inner = c_wrap[i]
-                with m.If(inner & ~(mac[n] + steps_by[n] >= bounds[n])):
+                bumps[n] = wire(m, inner & ~(mac[n] + steps_by[n] >= bounds[n]), f"c_bump_{n}")
+                with m.If(bumps[n]):
                     m.d.sync += mac[n].eq(mac[n] + steps_by[n])
                 with m.Elif(inner):
                     m.d.sync += mac[n].eq(0)
-        rd_in, rd_w, rd_on, ps_addr = cls._addresses(m, s, g, mac, rs)
+        rd_in, rd_w, rd_on, ps_addr = cls._addresses(m, s, g, mac, rs, c_issue, bumps)
         # the PEs' partial-sum write lands COMPUTE_LATENCY (1) cycle after the last issue: busy
         # in the cycle after every issue (the next issue, or that write)
         assert TIMING.compute_latency_cycles == 1, "the PE's MAC has three stages (hwgen/pe.py)"
         return cls(wire(m, c_issue, "c_continues"), c_issue, mac, rs, rd_in, rd_w, rd_on, ps_addr)
 
     @staticmethod
-    def _addresses(m: Module, s: HwStructure, g: Geometry, mac: dict, rs):
+    def _addresses(m: Module, s: HwStructure, g: Geometry, mac: dict, rs, issue, bumps: dict):
         """The L1 addresses the counters point at, the same in every PE (its L1 is laid out by
         the largest tile): input ``[c][rows][cols]``, weight ``[k][c][R][S]``, partial sums
-        ``[k][y][x]``; the SIMD lanes take filter positions ``f .. f+simd-1``."""
+        ``[k][y][x]``; the SIMD lanes take filter positions ``f .. f+simd-1``.  The window's
+        base in each tensor is counted alongside the counters (no multiplier: a register and
+        one add per lane from a small table of ``f`` before the broadcast)."""
         t = s.pe_tile_max
         rows = input_span(t["Y"], s.max_stride, t["R"])
         cols = input_span(t["X"], s.max_stride, t["S"])
         words = l1_words(t, s.max_stride)
         shape = {name: range(max(2, n)) for name, n in words.items()}
-        base_in = wire(m, mac["c"] * (rows * cols) + mac["y"] * g.stride_y * cols + mac["x"] * g.stride_x,
-                       "rd_base_in", COORD)
-        base_w = wire(m, (mac["k"] * t["C"] + mac["c"]) * (t["R"] * t["S"]), "rd_base_w", COORD)
-        ps_addr = wire(m, (mac["k"] * t["Y"] + mac["y"]) * t["X"] + mac["x"],
-                       "ps_addr", shape["output"])
+        row_step = g.static(times(cols, g.stride_y)[:COORD], "rd_row_step", COORD)     # stride_y * cols
+        # (at the counter that moves, the tensor's base moves by its stride there; the bases
+        # of the levels outside it are kept to restart from; the levels inside restart)
+        levels = {
+            "in": ("c", {"c": rows * cols, "y": row_step, "x": g.stride_x}),
+            "w": ("k", {"k": t["C"] * t["R"] * t["S"], "c": t["R"] * t["S"]}),
+            "ps": ("k", {"k": t["Y"] * t["X"], "y": t["X"], "x": 1}),
+        }
+        base = {}
+        for name, (_, strides) in levels.items():
+            dims = [n for n in ORDER if n in strides]          # outermost first
+            regs = {n: Signal(COORD, name=f"rd_{name}_at_{n}") for n in dims}   # base where n last moved
+            cur = regs[dims[-1]]
+            base[name] = cur
+            with m.If(issue):
+                for i, n in enumerate(ORDER):
+                    with m.If(bumps[n]):
+                        if n in strides:
+                            nxt = (regs[n] + strides[n])[:COORD]
+                            m.d.sync += [regs[d].eq(nxt) for d in dims if ORDER.index(d) >= i]
+                        # a move of a counter no tensor base follows (f; y, x for the weight)
+                        # keeps the base; the inner ones restart from it
+                        else:
+                            outer = [d for d in dims if ORDER.index(d) < i]
+                            keep = regs[outer[-1]] if outer else Const(0, COORD)
+                            m.d.sync += [regs[d].eq(keep) for d in dims if ORDER.index(d) > i]
+                with m.If(~Cat(*[bumps[n] for n in ORDER]).any()):      # the last issue: restart
+                    m.d.sync += [r.eq(0) for r in regs.values()]
+        ps_addr = wire(m, base["ps"], "ps_addr", shape["output"])
         max_rs = t["R"] * t["S"]
         rd_in, rd_w, on = [], [], []
         for lane in range(s.simd_lanes):
             f = wire(m, mac["f"] + lane, f"rd_f{lane}", COORD)
-            r = Signal(range(t["R"] + 1), name=f"rd_r{lane}")
-            s_ = Signal(range(t["S"] + 1), name=f"rd_s{lane}")
-            with m.Switch(g.S):       # r, s = divmod(f, S) for each S the design allows
+            ofs_in = Signal(range(max(2, (t["R"] - 1) * cols + t["S"])), name=f"rd_ofs_in{lane}")
+            ofs_w = Signal(range(max(2, max_rs)), name=f"rd_ofs_w{lane}")
+            with m.Switch(g.S):       # (r, s) = divmod(f, S) for each S the design allows
                 for sv in range(1, t["S"] + 1):
                     with m.Case(sv):
-                        m.d.comb += [r.eq(Array([Const(v // sv, r.shape()) for v in range(max_rs)])[f]),
-                                     s_.eq(Array([Const(v % sv, s_.shape()) for v in range(max_rs)])[f])]
-            rd_in.append(wire(m, base_in + r * cols + s_, f"rd_in{lane}",
-                              shape["input"]))
-            rd_w.append(wire(m, base_w + r * t["S"] + s_, f"rd_w{lane}",
-                             shape["weight"]))
+                        m.d.comb += [ofs_in.eq(Array([Const(v // sv * cols + v % sv, ofs_in.shape())
+                                                      for v in range(max_rs)])[f]),
+                                     ofs_w.eq(Array([Const(v // sv * t["S"] + v % sv, ofs_w.shape())
+                                                     for v in range(max_rs)])[f])]
+            rd_in.append(wire(m, base["in"] + ofs_in, f"rd_in{lane}", shape["input"]))
+            rd_w.append(wire(m, base["w"] + ofs_w, f"rd_w{lane}", shape["weight"]))
             on.append(f < rs)
         return rd_in, rd_w, wire(m, Cat(*on), "rd_on", s.simd_lanes), ps_addr

@@ -69,16 +69,24 @@ class Drain:
             return [g.tile_at(dr, di, a0 if sp0 == d else Const(0, COORD), a1 if sp1 == d else Const(0, COORD), tag)
                     for di, d in enumerate(LOOP_DIMS)]
 
-        (_, gkn), _, (_, gyn), (_, gxn) = group_tile(o0, o1, "g")
-        g_ext = {"K": gkn, "Y": gyn, "X": gxn}
+        # the group's tile extents (K, Y, X), registers: the first group's from the step's
+        # positions at the shift, the next group's from the counted offsets when it starts
+        g_ext = {d: Signal(COORD, name=f"dr_g_ext_{d}") for d in ("K", "Y", "X")}
 
-        def valid_group(a0, a1, tag):
-            return Cat(*[e > 0 for _, e in group_tile(a0, a1, tag)]).all()
+        def extents(tile):
+            return {d: tile[LOOP_DIMS.index(d)][1] for d in g_ext}
+
+        def valid_group(tile):
+            return Cat(*[e > 0 for _, e in tile]).all()
 
         has_g1 = not red1 and s.spatial[1] is not None and n1 > 1
         has_g0 = not red0 and s.spatial[0] is not None and n0 > 1
-        next_g1_ok = ((g1 + 1 < n1) & valid_group(o0, o1 + T1s, "g1n")) if has_g1 else Const(0)
-        next_g0_ok = ((g0 + 1 < n0) & valid_group(o0 + T0s, Const(0, COORD), "g0n")) if has_g0 else Const(0)
+        tile_g1 = group_tile(o0, o1 + T1s, "g1n") if has_g1 else None
+        tile_g0 = group_tile(o0 + T0s, Const(0, COORD), "g0n") if has_g0 else None
+        next_g1_ok = wire(m, (g1 + 1 < n1) & valid_group(tile_g1), "dr_next_g1_ok") if has_g1 else Const(0)
+        next_g0_ok = wire(m, (g0 + 1 < n0) & valid_group(tile_g0), "dr_next_g0_ok") if has_g0 else Const(0)
+        first = extents([g.tile_at(ctl.pending["dr"], di, Const(0, COORD), Const(0, COORD), "g0f")
+                         for di in range(len(LOOP_DIMS))])
         lanes, banks = collection_lanes(s), s.noc_words_per_cycle
         lg = (banks - 1).bit_length()
         d_issue = wire(m, (ctl.go & dr.valid & dr.ends) | (d_active & ~d_tail), "d_issue")
@@ -92,7 +100,7 @@ class Drain:
         else:
             # dx counts groups (group 0 is the walk's only g0, g1): a run is groups dx .. dx+len-1,
             # one output column each, for every (k, y) of their tile, then the next run
-            _, groups = g.union(dr, 3)
+            groups = ctl.ahead(m, "dr", lambda d: g.union(d, 3)[1], "dr_groups")
             x_last = Const(1)
             left = wire(m, (groups - dx)[:COORD], "dr_left", COORD)
             more_groups = wire(m, dx + lanes < groups, "dr_more_groups")
@@ -108,41 +116,52 @@ class Drain:
         dydx = g.static((D["Y"] * D["X"])[:OB], "out_plane", OB)
         dim_stride = {"K": dydx, "Y": D["X"][:OB], "X": Const(1, OB)}
 
-        def step_base(desc):
+        def step_terms(desc):
             k, y, x = ((desc.b0[i] + desc.r1[i])[:COORD] for i in (0, 2, 3))
-            return (k * dydx + y * D["X"] + x)[:OB]
-        base = ctl.ahead(m, "dr", step_base, "out_base")
+            return {"k": (k * dydx)[:OB], "y": (y * D["X"])[:OB], "x": x[:OB]}
+        # two register stages (Controller.ahead): the products, then their sum at the shift
+        base = ctl.ahead(m, "dr", step_terms, "out_base", then=lambda t: (t["k"] + t["y"] + t["x"])[:OB])
         unit_step = [g.static((T * dim_stride[d])[:OB], f"out_unit{lv}", OB) if d in dim_stride else Const(0, OB)
                      for lv, (T, d) in enumerate(((T0s, sp0), (T1s, sp1)))]
         rel, k_rel, grp, g0_rel = (Signal(OB, name=n) for n in ("dr_rel", "dr_k_rel", "dr_grp", "dr_g0_rel"))
+        # the PE's L1 address of the run, counted likewise: ``loc`` = (dk * tY + dy) * tX + dx
+        # (dk * tY + dy across groups, where dx counts groups), ``loc_k`` its value at dy = dx = 0
+        dr_local, loc_k = Signal(COORD, name="dr_local"), Signal(COORD, name="dr_loc_k")
+        row_words, k_words = (t["X"], t["Y"] * t["X"]) if across is None else (1, t["Y"])
         with m.If(d_issue):
             m.d.sync += d_active.eq(1)
             with m.If(~x_last):
-                m.d.sync += dx.eq(dx + lanes)
+                m.d.sync += [dx.eq(dx + lanes), dr_local.eq(dr_local + lanes)]
             with m.Elif(~y_last):
                 m.d.sync += [dx.eq(0), dy.eq(dy + 1), rel.eq(rel + dim_stride["Y"])]
+                if across is None:      # (the row's start: dr_local - dx)
+                    m.d.sync += dr_local.eq(dr_local - dx + row_words)
+                else:
+                    m.d.sync += dr_local.eq(dr_local + row_words)
             with m.Elif(~k_last):
-                m.d.sync += [dx.eq(0), dy.eq(0), dk.eq(dk + 1), rel.eq(k_rel + dydx), k_rel.eq(k_rel + dydx)]
+                m.d.sync += [dx.eq(0), dy.eq(0), dk.eq(dk + 1), rel.eq(k_rel + dydx), k_rel.eq(k_rel + dydx),
+                             dr_local.eq(loc_k + k_words), loc_k.eq(loc_k + k_words)]
             with m.Elif(more_groups):
-                m.d.sync += [dy.eq(0), dk.eq(0), dx.eq(dx + lanes), rel.eq(grp), k_rel.eq(grp)]  # the next run of groups
+                m.d.sync += [dy.eq(0), dk.eq(0), dx.eq(dx + lanes), rel.eq(grp), k_rel.eq(grp),  # the next run of groups
+                             dr_local.eq(0), loc_k.eq(0)]
             with m.Else():
-                m.d.sync += [dx.eq(0), dy.eq(0), dk.eq(0)]
+                m.d.sync += [dx.eq(0), dy.eq(0), dk.eq(0), dr_local.eq(0), loc_k.eq(0)]
                 with m.If(next_g1_ok):
                     nxt = grp + unit_step[1]
                     m.d.sync += [g1.eq(g1 + 1), o1.eq(o1 + T1s), grp.eq(nxt), k_rel.eq(nxt), rel.eq(nxt)]
+                    m.d.sync += [g_ext[d].eq(e) for d, e in extents(tile_g1).items()] if has_g1 else []
                 with m.Elif(next_g0_ok):
                     nxt = g0_rel + unit_step[0]
                     m.d.sync += [g1.eq(0), g0.eq(g0 + 1), o1.eq(0), o0.eq(o0 + T0s),
                                  g0_rel.eq(nxt), grp.eq(nxt), k_rel.eq(nxt), rel.eq(nxt)]
+                    m.d.sync += [g_ext[d].eq(e) for d, e in extents(tile_g0).items()] if has_g0 else []
                 with m.Else():
                     m.d.sync += [g0.eq(0), g1.eq(0), o0.eq(0), o1.eq(0), d_tail.eq(1),
                                  g0_rel.eq(0), grp.eq(0), k_rel.eq(0), rel.eq(0)]
         with m.Elif(d_tail):
             m.d.sync += [d_tail.eq(0), d_active.eq(0)]
-        if across is None:
-            dr_local = wire(m, (dk * t["Y"] + dy) * t["X"] + dx, "dr_local", COORD)
-        else:
-            dr_local = wire(m, dk * t["Y"] + dy, "dr_local", COORD)
+        with m.If(ctl.shift):       # (the drain is idle or in its last busy cycle then)
+            m.d.sync += [g_ext[d].eq(e) for d, e in first.items()]
         out_addr = wire(m, (base + rel + dx)[:OB], "out_addr", OB)
         for u0, u1, pe in pes:
             if across is None:

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 
-from costmodel.hwgen_preset.rules import input_span
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, wire
+from .common import COORD, span, wire
 from .controller import Controller
 from .geometry import Geometry
 from .l2 import L2
@@ -32,6 +31,7 @@ class Loader:
     lane_weight: Signal     # which tensor: 0 input, 1 weight
     lane_addr: Signal       # lane 0's L2 address (lane j carries the word at lane_addr + j)
     lane_data: Signal       # W words, lane j in bits [8j, 8j+8)
+    issue_rel: Signal       # the issue's address from its box's first word (lane_addr's, a cycle early)
     in_base: Signal         # L2 address of the input box's first word (PE (0, 0)'s tile)
     w_base: Signal          # ... of the weight box
     strides: dict           # tensor -> loop dim -> L2 words between neighbouring positions along it
@@ -51,29 +51,33 @@ class Loader:
         row_step = g.static((sy * in_cols)[:A], "in_row_step", A)
         strides = {"input": {"C": plane, "Y": row_step, "X": sx}, "weight": {"K": crs, "C": rs}}
 
-        def boxes(desc):
-            """The step's input and weight boxes (what the loader walks), from its positions."""
+        def shape(desc):
+            """The step's union boxes in positions (the first register stage: unions, spans)."""
             (k_s, k_n), (c_s, c_n), (y_s, y_n), (x_s, x_n) = [g.union(desc, di) for di in range(4)]
-            # the input box: rows x cols of c_n channels from (c_s, y_s * sy, x_s * sx)
-            rows = wire(m, input_span(y_n, sy, R)[:COORD], "in_yn")
-            cols = wire(m, input_span(x_n, sx, S)[:COORD], "in_xn")
-            full_cols = wire(m, cols == in_cols, "in_full_cols")
-            full = wire(m, full_cols & (rows == in_rows), "in_full")
-            in_base = (c_s * plane + y_s * row_step + x_s * sx)[:A]
-            in_box = {"base": in_base, "n_outer": Mux(full, 1, c_n), "outer_stride": plane,
-                      "n_inner": Mux(full_cols, 1, rows), "inner_stride": in_cols,
-                      "run": Mux(full, c_n * plane, Mux(full_cols, rows * in_cols, cols))}
-            # the weight box: k_n filters x c_n channels x R x S from (k_s, c_s)
-            w_full = wire(m, c_n == C, "w_full")
-            w_box = {"base": (k_s * crs + c_s * rs)[:A], "n_outer": Mux(w_full, 1, k_n), "outer_stride": crs,
-                     "n_inner": Const(1, COORD), "inner_stride": Const(0, A),
-                     "run": Mux(w_full, k_n * crs, c_n * rs)}
-            return in_box, w_box
+            rows = wire(m, span(y_n, sy, R, s.max_stride)[:COORD], "in_yn")    # rows x cols of c_n channels
+            cols = wire(m, span(x_n, sx, S, s.max_stride)[:COORD], "in_xn")    # from (c_s, y_s * sy, x_s * sx)
+            return {"k_s": k_s, "k_n": k_n, "c_s": c_s, "c_n": c_n, "y_s": y_s, "x_s": x_s, "rows": rows,
+                    "cols": cols}
 
-        # the boxes of the step being loaded, registers ahead of the step (Controller.ahead)
+        def boxes(p):
+            """What the loader walks, from the shape's registers: the products, at the shift."""
+            p = dict(p, full_cols=wire(m, p["cols"] == in_cols, "in_full_cols"))
+            p.update(full=p["full_cols"] & (p["rows"] == in_rows), w_full=p["c_n"] == C)
+            in_box = {"base": p["c_s"] * plane + p["y_s"] * row_step + p["x_s"] * sx,
+                      "n_outer": Mux(p["full"], 1, p["c_n"]), "outer_stride": plane,
+                      "n_inner": Mux(p["full_cols"], 1, p["rows"]), "inner_stride": in_cols,
+                      "run": Mux(p["full"], p["c_n"] * plane, Mux(p["full_cols"], p["rows"] * in_cols, p["cols"]))}
+            # the weight box: k_n filters x c_n channels x R x S from (k_s, c_s)
+            w_box = {"base": p["k_s"] * crs + p["c_s"] * rs, "n_outer": Mux(p["w_full"], 1, p["k_n"]),
+                     "outer_stride": crs, "n_inner": Const(1, COORD), "inner_stride": Const(0, A),
+                     "run": Mux(p["w_full"], p["k_n"] * crs, p["c_n"] * rs)}
+            return {f"{t}_{k}": Value.cast(box[k])[:n] for t, box in zip(("in", "w"), (in_box, w_box))
+                    for k, n in widths.items()}
+
+        # the boxes of the step being loaded, registers ahead of the step in two stages
+        # (Controller.ahead: the shape from the positions, then the products at the shift)
         widths = {"base": A, "n_outer": COORD, "outer_stride": A, "n_inner": COORD, "inner_stride": A, "run": A}
-        both = ctl.ahead(m, "ld", lambda d: {f"{t}_{k}": Value.cast(box[k])[:n] for t, box in zip(("in", "w"), boxes(d))
-                                             for k, n in widths.items()}, "box")
+        both = ctl.ahead(m, "ld", shape, "box", then=boxes)
         in_box = {k: both[f"in_{k}"] for k in widths}
         w_box = {k: both[f"w_{k}"] for k in widths}
         in_base, w_base = in_box["base"], w_box["base"]
@@ -88,7 +92,8 @@ class Loader:
         cur_weight = wire(m, Mux(go, ~ld.ld_in, l_weight), "cur_weight")
         box = {k: wire(m, Mux(cur_weight, w_box[k], in_box[k])[:n], f"box_{k}", n) for k, n in widths.items()}
         issuing = wire(m, (go & ld.valid & (ld.ld_in | ld.ld_w)) | (l_active & ~l_tail), "issuing")
-        addr = wire(m, (box["base"] + o_ofs + i_ofs + l_off)[:A], "l2_addr", A)
+        rel = wire(m, (o_ofs + i_ofs + l_off)[:A], "l2_rel", A)      # from the box's first word
+        addr = wire(m, (box["base"] + rel)[:A], "l2_addr", A)
         remaining = wire(m, (box["run"] - l_off)[:A], "remaining", A)
         length = wire(m, Mux(remaining < W, remaining, W), "length", 8)
         for b in range(W):
@@ -136,4 +141,4 @@ class Loader:
             word_in = Cat(*[p[0].data for p in l2.inputs]).word_select(bank, 8) if W > 1 else l2.inputs[0][0].data
             word_w = Cat(*[p[0].data for p in l2.weights]).word_select(bank, 8) if W > 1 else l2.weights[0][0].data
             m.d.comb += lane_data[8 * j: 8 * j + 8].eq(Mux(lane_weight, word_w, word_in))
-        return cls(issuing, lane_valid, lane_count, lane_weight, lane_addr, lane_data, in_base, w_base, strides)
+        return cls(issuing, lane_valid, lane_count, lane_weight, lane_addr, lane_data, rel, in_base, w_base, strides)

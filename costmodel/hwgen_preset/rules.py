@@ -43,12 +43,14 @@ class TimingConstants:
 
     slot_overhead_cycles: int = 0   # no controller cycle between slots: the next slot's go is
     #                                 registered in the longest engine's last busy cycle
-    min_slot_cycles: int = 1        # a slot lasts at least its go cycle, even with nothing to do
+    min_slot_cycles: int = 2        # a slot lasts at least two cycles, even with nothing to do:
+    #                                 its step quantities take two register stages (Controller.ahead)
     load_latency_cycles: int = 1    # L2 read -> NoC -> L1 capture pipeline, after the last issue
     compute_latency_cycles: int = 1  # the MAC's three stages (read L1, multiply, accumulate):
     #                                  its last partial-sum write lands a cycle after the last issue
     drain_latency_cycles: int = 1   # reduction tree -> L2 read-modify-write, after the last issue
-    start_cycles: int = 1           # the controller's cycle after start that shifts step 0 in
+    start_cycles: int = 2           # the controller's cycles after start: the first register
+    #                                 stage of step 0's quantities, then the shift that takes it in
     #                                 (the drain's width is the structure's W: drain_runs)
 
 
