@@ -113,13 +113,15 @@ class _PerClass:
 
     def extent(self, desc, d: str, u0: int, u1: int):
         """The PE's tile extent along ``d`` in the step of ``desc`` (the controller's ``ld`` or
-        ``cp``), a register ahead of the step."""
+        ``cp``), a register ahead of the step (the ``ld`` one, moved along for ``cp``)."""
         k0, k1 = self._unit_key((d,), u0, u1)
         which = desc.valid.name[:2]
         di = LOOP_DIMS.index(d)
-        return self._once(("ext", which, d, k0, k1),
-                          lambda: self.ctl.ahead(self.m, which, lambda nd: self.g.tile(nd, di, k0, k1)[1],
-                                                 f"{which}_ext_{d}_{k0}_{k1}"))
+        ld = self._once(("ext", "ld", d, k0, k1),
+                        lambda: self.ctl.ahead(self.m, "ld", f"ld_ext_{d}_{k0}_{k1}", *self.g.pe_tile_stages(di, k0, k1)))
+        if which == "ld":
+            return ld
+        return self._once(("ext", which, d, k0, k1), lambda: self.ctl.later(self.m, ld, which))
 
     def _span(self, d: str, u0: int, u1: int):
         """Input rows (``Y``) or columns (``X``) of the PE's tile in the step being loaded."""
@@ -128,11 +130,9 @@ class _PerClass:
 
         def make():
             stride, filt = (g.stride_y, g.R) if d == "Y" else (g.stride_x, g.S)
-
-            # two register stages (Controller.ahead): the extent, then the span at the shift
-            return self.ctl.ahead(m, "ld", lambda desc: g.tile(desc, LOOP_DIMS.index(d), k0, k1)[1],
-                                  f"ld_span_{d}_{k0}_{k1}",
-                                  then=lambda e: Mux(e > 0, span(e, stride, filt, self.s.max_stride), 0)[:COORD])
+            # the extent in three stages (Controller.ahead), then the span
+            return self.ctl.ahead(m, "ld", f"ld_span_{d}_{k0}_{k1}", *g.pe_tile_stages(LOOP_DIMS.index(d), k0, k1),
+                                  lambda e: Mux(e > 0, span(e, stride, filt, self.s.max_stride), 0)[:COORD])
         return self._once(("span", d, k0, k1), make)
 
     def _delta(self, name: str, u0: int, u1: int):

@@ -35,7 +35,7 @@ class Compute:
     @classmethod
     def build(cls, m: Module, s: HwStructure, g: Geometry, ctl: Controller) -> "Compute":
         cp = ctl.cp
-        cp_ext = [ctl.ahead(m, "cp", lambda d, di=di: g.tile(d, di, 0, 0)[1], f"cp_ext_{di}") for di in range(4)]
+        cp_ext = [ctl.ahead(m, "cp", f"cp_ext_{di}", *g.pe_tile_stages(di, 0, 0)) for di in range(4)]
         c_active = Signal(name="c_active")
         rs = g.static(g.R * g.S, "filt_rs", COORD)
         mac = {n: Signal(COORD, name=f"mac_{n}") for n in ORDER}

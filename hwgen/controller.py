@@ -31,7 +31,8 @@ class Controller:
     dr: Desc                # the step being drained
     engines_continue: Signal  # driven by the top level: an engine is still busy next cycle
     shift: Signal | None = None     # (after elaborate) the descriptors shift at this cycle's edge
-    pending: dict | None = None     # (after elaborate) "ld" / "cp" / "dr" -> what it holds after the shift
+    pre: Desc | None = None         # (after elaborate) the step after ld
+    pos: Desc | None = None         # (after elaborate) the odometer: the step after pre
 
     @classmethod
     def build(cls) -> "Controller":
@@ -41,15 +42,20 @@ class Controller:
                    Desc.named("ld"), Desc.named("cp"), Desc.named("dr"), Signal(name="engines_continue"))
 
     def elaborate(self, m: Module, s: HwStructure, g: Geometry, start: Signal) -> None:
-        """The odometer and the slot sequencing; ``start`` restarts the walk."""
+        """The odometer and the slot sequencing; ``start`` restarts the walk.  The odometer runs
+        two steps ahead of the step loaded: ``pos`` (with ``more``) is the step after ``pre``,
+        which is the step after ``ld``, so a step's quantities have two slots to be computed in
+        (:meth:`ahead`)."""
         ld, cp, dr, go = self.ld, self.cp, self.dr, self.go
         pos_b0 = [Signal(COORD, name=f"pos_b0_{d}") for d in LOOP_DIMS]
         pos_r1 = [Signal(COORD, name=f"pos_r1_{d}") for d in LOOP_DIMS]
         more = Signal(name="more")
+        pre = Desc.named("pre")
+        self.pre = pre
 
-        def tensor_differs(a_b0, a_r1, b: Desc, dims):
-            return Cat(*[(a_b0[LOOP_DIMS.index(d)] != b.b0[LOOP_DIMS.index(d)])
-                         | (a_r1[LOOP_DIMS.index(d)] != b.r1[LOOP_DIMS.index(d)])
+        def tensor_differs(a: Desc, b: Desc, dims):
+            return Cat(*[(a.b0[LOOP_DIMS.index(d)] != b.b0[LOOP_DIMS.index(d)])
+                         | (a.r1[LOOP_DIMS.index(d)] != b.r1[LOOP_DIMS.index(d)])
                          for d in dims]).any()
 
         def settled(expr, name):
@@ -61,21 +67,20 @@ class Controller:
             m.d.sync += reg.eq(value)
             return reg
 
-        new_in = settled(~ld.valid | tensor_differs(pos_b0, pos_r1, ld, TENSOR_LOOP_DIMS["input"]), "new_in")
-        new_w = settled(~ld.valid | tensor_differs(pos_b0, pos_r1, ld, TENSOR_LOOP_DIMS["weight"]), "new_w")
-        ld_ends = settled(~more | tensor_differs(pos_b0, pos_r1, ld, OUTPUT_DIMS), "ld_ends")
-        cp_ends = wire(m, ~ld.valid | tensor_differs(ld.b0, ld.r1, cp, OUTPUT_DIMS), "cp_ends_now")
-        work = settled(more | ld.valid | (cp.valid & cp_ends), "work")
+        new_in = settled(~ld.valid | tensor_differs(pre, ld, TENSOR_LOOP_DIMS["input"]), "new_in")
+        new_w = settled(~ld.valid | tensor_differs(pre, ld, TENSOR_LOOP_DIMS["weight"]), "new_w")
+        ld_ends = settled(~pre.valid | tensor_differs(pre, ld, OUTPUT_DIMS), "ld_ends")
+        cp_ends = wire(m, ~ld.valid | tensor_differs(ld, cp, OUTPUT_DIMS), "cp_ends_now")
+        work = settled(more | pre.valid | ld.valid | (cp.valid & cp_ends), "work")
         cp_ends = settled(cp_ends, "cp_ends")
-        # ``hold``: the cycle after start or after a shift, when the descriptors' first register
-        # stage (Controller.ahead with ``then``) is still being computed from their new positions:
-        # no shift then (START, MIN_SLOT = 2; docs/timing.md)
+        # ``hold``: the cycle after start or after a shift, when the first register stage of
+        # the quantities (:meth:`ahead`) and the settled flags are computed from the new
+        # positions: no shift then (MIN_SLOT = 2; docs/timing.md)
         hold = Signal(name="hold")
         self.shift = wire(m, self.running & ~start & ~hold & ~self.engines_continue & work, "shift")
         m.d.sync += hold.eq(start | self.shift)
-        self.pending = {"ld": Desc(wire(m, more, "ldn_valid"), pos_b0, pos_r1, *[Signal(name=f"ldn_{f}") for f in
-                                   ("bank_in", "bank_w", "bank_ps", "ld_in", "ld_w", "ends")]),
-                        "cp": ld, "dr": cp}
+        self.pos = Desc(wire(m, more, "pos_valid"), pos_b0, pos_r1, *[Signal(name=f"pos_{f}") for f in
+                        ("bank_in", "bank_w", "bank_ps", "ld_in", "ld_w", "ends")])
 
         # advance of the odometer, in two stages: each loop's position plus its step and whether
         # that is inside its bound are settled registers; the carry chain runs at the shift
@@ -92,9 +97,11 @@ class Controller:
             step = g.scaled(lv, d, units) if units > 1 else (g.T0[d] if lv == 0 else g.T1[d])
             cur = pos_b0[di] if lv == 0 else pos_r1[di]
             nxt = nxt_b0[di] if lv == 0 else nxt_r1[di]
-            end = g.D[d] if lv == 0 else smaller(g.T0[d], g.D[d] - pos_b0[di])
             plus = settled((cur + step)[:COORD], f"odo_plus{idx}")
-            fits = settled(cur + step < end, f"odo_fits{idx}")
+            if lv == 0:
+                fits = settled(cur + step < g.D[d], f"odo_fits{idx}")
+            else:       # inside the level-0 tile and the layer: b0 + r1 + step < min(b0 + T0, D)
+                fits = settled((cur + step < g.T0[d]) & (pos_b0[di] + cur + step < g.D[d]), f"odo_fits{idx}")
             with m.If(carry[idx + 1]):
                 with m.If(fits):
                     m.d.comb += nxt.eq(plus)
@@ -104,62 +111,69 @@ class Controller:
 
         with m.If(start):
             m.d.sync += [self.running.eq(1), self.done.eq(0), self.cycles.eq(0), more.eq(1),
-                         ld.valid.eq(0), cp.valid.eq(0), dr.valid.eq(0), go.eq(0)]
+                         pre.valid.eq(0), ld.valid.eq(0), cp.valid.eq(0), dr.valid.eq(0), go.eq(0)]
             m.d.sync += [p.eq(0) for p in pos_b0 + pos_r1]
         with m.Elif(self.running):
             m.d.sync += [self.cycles.eq(self.cycles + 1), go.eq(0)]
             with m.If(~self.engines_continue):      # this is every engine's last busy cycle
                 with m.If(self.shift):
                     m.d.sync += go.eq(1)
-                    # dr <- cp, cp <- ld, ld <- pos, pos <- next
+                    # dr <- cp, cp <- ld, ld <- pre, pre <- pos, pos <- next
                     m.d.sync += [dr.valid.eq(cp.valid), dr.ends.eq(cp_ends), dr.bank_ps.eq(cp.bank_ps)]
                     m.d.sync += [a.eq(b) for a, b in zip(dr.b0 + dr.r1, cp.b0 + cp.r1)]
                     m.d.sync += [cp.valid.eq(ld.valid), cp.bank_in.eq(ld.bank_in),
                                  cp.bank_w.eq(ld.bank_w), cp.bank_ps.eq(ld.bank_ps)]
                     m.d.sync += [a.eq(b) for a, b in zip(cp.b0 + cp.r1, ld.b0 + ld.r1)]
-                    m.d.sync += [ld.valid.eq(more), ld.ld_in.eq(more & new_in), ld.ld_w.eq(more & new_w),
+                    m.d.sync += [ld.valid.eq(pre.valid), ld.ld_in.eq(pre.valid & new_in),
+                                 ld.ld_w.eq(pre.valid & new_w),
                                  ld.bank_in.eq(ld.bank_in ^ new_in), ld.bank_w.eq(ld.bank_w ^ new_w),
                                  ld.bank_ps.eq(ld.bank_ps ^ (ld.valid & ld_ends))]
-                    m.d.sync += [a.eq(b) for a, b in zip(ld.b0 + ld.r1, pos_b0 + pos_r1)]
+                    m.d.sync += [a.eq(b) for a, b in zip(ld.b0 + ld.r1, pre.b0 + pre.r1)]
+                    m.d.sync += pre.valid.eq(more)
+                    m.d.sync += [a.eq(b) for a, b in zip(pre.b0 + pre.r1, pos_b0 + pos_r1)]
                     with m.If(more):
                         m.d.sync += [a.eq(b) for a, b in zip(pos_b0 + pos_r1, nxt_b0 + nxt_r1)]
                         m.d.sync += more.eq(~last)
                 with m.Elif(~work & ~hold):
                     m.d.sync += [self.running.eq(0), self.done.eq(1)]
 
-    def ahead(self, m: Module, which: str, make, name: str, then=None):
-        """``make(desc)`` for the step descriptor ``which`` (``"ld"``, ``"cp"``, ``"dr"``; ``make``
-        may read its positions and the configuration), as a register (or a dict of them, named
-        ``name_key``, when ``make`` returns a dict of values): computed in the cycle the
-        descriptors shift, from the positions the descriptor is about to take, and held until
-        the next shift.  A quantity of the step is then a register in every cycle it is used,
-        not arithmetic behind one (``go`` is the cycle after the shift).
+    def ahead(self, m: Module, which: str, name: str, a1, a2=None, b1=None, b2=None):
+        """A quantity of the step of descriptor ``which`` (``"ld"``, ``"cp"``, ``"dr"``), as a
+        register (or a dict of them, named ``name_key``, when the stages give dicts), computed
+        before the step reaches ``ld`` in four stages, each a function of the last one's
+        registers (``None``: passed on as it is):
 
-        With ``then``, the quantity is ``then(first)`` and takes two register stages: ``first``
-        (``make``'s registers, named ``name_pre``) is computed in every cycle from the positions
-        the descriptor is about to take, which hold still from the cycle after a shift (or after
-        ``start``) to the next shift, at least two cycles later (``hold``); ``then`` runs at the
-        shift.  So ``make`` may read the configuration and static registers of the first level
-        only (ready in the cycle after ``start``: :meth:`Geometry.static`)."""
+        - ``a1(desc)``: from the odometer's positions (``desc``: the step two ahead of ``ld``) and
+          the configuration and its first-level static registers (:meth:`Geometry.static`),
+          a register computed in every cycle (the positions hold still from the cycle after a
+          shift to the next, at least two cycles later: ``hold``);
+        - ``a2``: taken at the shift, with the step into ``pre``;
+        - ``b1``: a register computed in every cycle from ``a2``'s;
+        - ``b2``: taken at the shift, with the step into ``ld``.
+
+        So every stage has a cycle; a quantity of ``cp`` or ``dr`` is the ``ld`` one, moved along
+        with its step at the next shifts."""
         assert self.shift is not None, "ahead() needs the controller elaborated"
-        made = make(self.pending[which])
-        if then is not None:
-            def pre(value, key):
-                value = Value.cast(value)
-                reg = Signal(value.shape(), name=key)
-                m.d.sync += reg.eq(value)
-                return reg
-            if isinstance(made, dict):
-                made = {key: pre(value, f"{name}_pre_{key}") for key, value in made.items()}
-            else:
-                made = pre(made, f"{name}_pre")
-            made = then(made)
-        if isinstance(made, dict):
-            return {key: self._hold(m, value, f"{name}_{key}") for key, value in made.items()}
-        return self._hold(m, made, name)
+        value = self._stage(m, a1(self.pos), f"{name}_a1", settle=True)
+        value = self._stage(m, a2(value) if a2 else value, f"{name}_pre", settle=False)
+        if b1 is not None:
+            value = self._stage(m, b1(value), f"{name}_b1", settle=True)
+        value = self._stage(m, b2(value) if b2 else value, name, settle=False)
+        return self.later(m, value, which)
 
-    def _hold(self, m: Module, value, name: str) -> Signal:
+    def later(self, m: Module, value, which: str):
+        """``value``, a register (or dict of them) of the step in ``ld``, moved along with it to
+        ``cp`` (one shift later) or ``dr`` (two)."""
+        for level in ("cp", "dr")[:("ld", "cp", "dr").index(which)]:
+            value = self._stage(m, value, None, settle=False, level=level)
+        return value
+
+    def _stage(self, m: Module, value, name: str | None, settle: bool, level: str | None = None):
+        if isinstance(value, dict):
+            return {key: self._stage(m, v, f"{name}_{key}" if name else None, settle, level)
+                    for key, v in value.items()}
         value = Value.cast(value)
-        reg = Signal(value.shape(), name=name)
-        m.d.sync += reg.eq(Mux(self.shift, value, reg))
+        reg_name = name if name is not None else f"{level}_{getattr(value, 'name', 'q')}"
+        reg = Signal(value.shape(), name=reg_name)
+        m.d.sync += reg.eq(value if settle else Mux(self.shift, value, reg))
         return reg

@@ -85,8 +85,8 @@ class Drain:
         tile_g0 = group_tile(o0 + T0s, Const(0, COORD), "g0n") if has_g0 else None
         next_g1_ok = wire(m, (g1 + 1 < n1) & valid_group(tile_g1), "dr_next_g1_ok") if has_g1 else Const(0)
         next_g0_ok = wire(m, (g0 + 1 < n0) & valid_group(tile_g0), "dr_next_g0_ok") if has_g0 else Const(0)
-        first = extents([g.tile_at(ctl.pending["dr"], di, Const(0, COORD), Const(0, COORD), "g0f")
-                         for di in range(len(LOOP_DIMS))])
+        # (the step's, as it moves from cp into dr at the shift)
+        first = {d: ctl.ahead(m, "cp", f"dr_first_{d}", *g.pe_tile_stages(LOOP_DIMS.index(d), 0, 0)) for d in g_ext}
         lanes, banks = collection_lanes(s), s.noc_words_per_cycle
         lg = (banks - 1).bit_length()
         d_issue = wire(m, (ctl.go & dr.valid & dr.ends) | (d_active & ~d_tail), "d_issue")
@@ -100,7 +100,7 @@ class Drain:
         else:
             # dx counts groups (group 0 is the walk's only g0, g1): a run is groups dx .. dx+len-1,
             # one output column each, for every (k, y) of their tile, then the next run
-            groups = ctl.ahead(m, "dr", lambda d: g.union(d, 3)[1], "dr_groups")
+            groups = ctl.ahead(m, "dr", "dr_groups", *g.union_stages(3), lambda u: u["ext"])
             x_last = Const(1)
             left = wire(m, (groups - dx)[:COORD], "dr_left", COORD)
             more_groups = wire(m, dx + lanes < groups, "dr_more_groups")
@@ -116,11 +116,13 @@ class Drain:
         dydx = g.static((D["Y"] * D["X"])[:OB], "out_plane", OB)
         dim_stride = {"K": dydx, "Y": D["X"][:OB], "X": Const(1, OB)}
 
-        def step_terms(desc):
-            k, y, x = ((desc.b0[i] + desc.r1[i])[:COORD] for i in (0, 2, 3))
-            return {"k": (k * dydx)[:OB], "y": (y * D["X"])[:OB], "x": x[:OB]}
-        # two register stages (Controller.ahead): the products, then their sum at the shift
-        base = ctl.ahead(m, "dr", step_terms, "out_base", then=lambda t: (t["k"] + t["y"] + t["x"])[:OB])
+        def step_start(desc):
+            return {n: (desc.b0[i] + desc.r1[i])[:COORD] for n, i in (("k", 0), ("y", 2), ("x", 3))}
+
+        def step_terms(p):
+            return {"k": (p["k"] * dydx)[:OB], "y": (p["y"] * D["X"])[:OB], "x": p["x"][:OB]}
+        # in stages (Controller.ahead): the step's start, the products, their sum
+        base = ctl.ahead(m, "dr", "out_base", step_start, step_terms, lambda t: (t["k"] + t["y"] + t["x"])[:OB])
         unit_step = [g.static((T * dim_stride[d])[:OB], f"out_unit{lv}", OB) if d in dim_stride else Const(0, OB)
                      for lv, (T, d) in enumerate(((T0s, sp0), (T1s, sp1)))]
         rel, k_rel, grp, g0_rel = (Signal(OB, name=n) for n in ("dr_rel", "dr_k_rel", "dr_grp", "dr_g0_rel"))

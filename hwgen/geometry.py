@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Const, Module, Signal, Value
+from amaranth.hdl import Const, Module, Mux, Signal, Value
 
 from costmodel.hwgen_preset.rules import LOOP_DIMS
 from costmodel.hwgen_preset.structure import HwStructure
@@ -88,9 +88,53 @@ class Geometry:
             self._scaled[key] = self.static(times(u, T), f"t{level}_{d}_x{u}")
         return self._scaled[key]
 
-    def tile(self, desc: Desc, di: int, u0: int, u1: int):
-        """(start, extent) of loop dim di for the PE at (u0, u1) in the step of desc."""
-        return self.tile_at(desc, di, *self.offsets(di, u0, u1), f"{u0}_{u1}")
+    def tile_stages(self, di: int, off0, off1) -> tuple:
+        """The extent of loop dim ``di`` of the unit whose tile starts ``off0 + off1`` from the
+        step's ``b0 + r1`` (:meth:`offsets`), as three stages for :meth:`Controller.ahead`
+        (``a1(desc)``, ``a2``, ``b1``): ``min(T1, T0 - (r1 + off1), D - start)``, at least 0,
+        with ``start = b0 + r1 + off0 + off1``; the same as :meth:`tile_at`, about two carry
+        chains a stage."""
+        d = LOOP_DIMS[di]
+        T0, T1, D = self.T0[d], self.T1[d], self.D[d]
+
+        def a1(desc):
+            return {"start": (desc.b0[di] + desc.r1[di]) + (off0 + off1), "inner": desc.r1[di] + off1}
+
+        def a2(p):
+            a = (T0 - p["inner"]).as_signed()
+            return {"m1": Mux(a < T1, a, T1), "b": (D - p["start"]).as_signed()}
+
+        def b1(p):
+            e = Mux(p["m1"] < p["b"], p["m1"], p["b"])
+            return Mux(e > 0, e, 0)[:COORD]
+        return a1, a2, b1
+
+    def pe_tile_stages(self, di: int, u0: int, u1: int) -> tuple:
+        """:meth:`tile_stages` for the PE at (u0, u1)."""
+        return self.tile_stages(di, *self.offsets(di, u0, u1))
+
+    def union_stages(self, di: int) -> tuple:
+        """(start, extent) of loop dim di over all PEs, as two stages for
+        :meth:`Controller.ahead` (``a1(desc)``, ``a2``): ``start = b0 + r1``, extent
+        ``min(X0 - r1, X1, D - start)`` where ``X0`` is ``n0 * T0`` if level 0 spreads the
+        dimension (and then no ``X1``), else ``T0``, and ``X1`` is ``n1 * T1`` if level 1 spreads
+        it, else ``T1``: the same as :meth:`union`."""
+        s, d = self.s, LOOP_DIMS[di]
+        T0, T1, D = self.T0[d], self.T1[d], self.D[d]
+
+        def a1(desc):
+            lim0 = self.scaled(0, d, s.n0) if s.spatial[0] == d else T0
+            return {"start": (desc.b0[di] + desc.r1[di])[:COORD + 1], "q": (lim0 - desc.r1[di]).as_signed()}
+
+        def a2(p):
+            q = p["q"]
+            if s.spatial[0] != d:
+                x1 = self.scaled(1, d, s.n1) if s.spatial[1] == d else T1
+                q = Mux(q < x1, q, x1)
+            b = (D - p["start"]).as_signed()
+            e = Mux(q < b, q, b)
+            return {"start": p["start"][:COORD], "ext": Mux(e > 0, e, 0)[:COORD]}
+        return a1, a2
 
     def tile_at(self, desc: Desc, di: int, off0, off1, tag: str):
         """(start, extent) of loop dim di for the unit whose tile starts ``off0 + off1`` from

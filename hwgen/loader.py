@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 
+from costmodel.hwgen_preset.rules import LOOP_DIMS
 from costmodel.hwgen_preset.structure import HwStructure
 
 from .common import COORD, span, wire
@@ -51,33 +52,46 @@ class Loader:
         row_step = g.static((sy * in_cols)[:A], "in_row_step", A)
         strides = {"input": {"C": plane, "Y": row_step, "X": sx}, "weight": {"K": crs, "C": rs}}
 
-        def shape(desc):
-            """The step's union boxes in positions (the first register stage: unions, spans)."""
-            (k_s, k_n), (c_s, c_n), (y_s, y_n), (x_s, x_n) = [g.union(desc, di) for di in range(4)]
-            rows = wire(m, span(y_n, sy, R, s.max_stride)[:COORD], "in_yn")    # rows x cols of c_n channels
-            cols = wire(m, span(x_n, sx, S, s.max_stride)[:COORD], "in_xn")    # from (c_s, y_s * sy, x_s * sx)
-            return {"k_s": k_s, "k_n": k_n, "c_s": c_s, "c_n": c_n, "y_s": y_s, "x_s": x_s, "rows": rows,
-                    "cols": cols}
+        # The boxes of the step being loaded, registers ahead of the step in four stages
+        # (Controller.ahead): the unions' starts; their extents and the starts' products; the
+        # input spans, the bases and the products of the extents; the runs.
+        unions = [g.union_stages(di) for di in range(4)]
+
+        def starts(desc):
+            return {d: unions[di][0](desc) for di, d in enumerate(LOOP_DIMS)}
+
+        def extents(p):
+            out = {d: unions[di][1](p[d]) for di, d in enumerate(LOOP_DIMS)}
+            k_s, c_s, y_s, x_s = (p[d]["start"][:COORD] for d in LOOP_DIMS)
+            out["prod"] = {"c": (c_s * plane)[:A], "y": (y_s * row_step)[:A], "x": (x_s * sx)[:A],
+                           "k": (k_s * crs)[:A], "cw": (c_s * rs)[:A]}
+            return out
+
+        def spans(p):
+            k_n, c_n, y_n, x_n = (p[d]["ext"] for d in LOOP_DIMS)
+            pr = p["prod"]
+            return {"k_n": k_n, "c_n": c_n,
+                    "rows": span(y_n, sy, R, s.max_stride)[:COORD],      # rows x cols of c_n channels
+                    "cols": span(x_n, sx, S, s.max_stride)[:COORD],      # from (c_s, y_s * sy, x_s * sx)
+                    "in_base": (pr["c"] + pr["y"] + pr["x"])[:A], "w_base": (pr["k"] + pr["cw"])[:A],
+                    "c_plane": (c_n * plane)[:A], "k_crs": (k_n * crs)[:A], "c_rs": (c_n * rs)[:A],
+                    "w_full": c_n == C}
 
         def boxes(p):
-            """What the loader walks, from the shape's registers: the products, at the shift."""
-            p = dict(p, full_cols=wire(m, p["cols"] == in_cols, "in_full_cols"))
-            p.update(full=p["full_cols"] & (p["rows"] == in_rows), w_full=p["c_n"] == C)
-            in_box = {"base": p["c_s"] * plane + p["y_s"] * row_step + p["x_s"] * sx,
-                      "n_outer": Mux(p["full"], 1, p["c_n"]), "outer_stride": plane,
-                      "n_inner": Mux(p["full_cols"], 1, p["rows"]), "inner_stride": in_cols,
-                      "run": Mux(p["full"], p["c_n"] * plane, Mux(p["full_cols"], p["rows"] * in_cols, p["cols"]))}
+            full_cols = wire(m, p["cols"] == in_cols, "in_full_cols")
+            full = full_cols & (p["rows"] == in_rows)
+            in_box = {"base": p["in_base"], "n_outer": Mux(full, 1, p["c_n"]), "outer_stride": plane,
+                      "n_inner": Mux(full_cols, 1, p["rows"]), "inner_stride": in_cols,
+                      "run": Mux(full, p["c_plane"], Mux(full_cols, p["rows"] * in_cols, p["cols"]))}
             # the weight box: k_n filters x c_n channels x R x S from (k_s, c_s)
-            w_box = {"base": p["k_s"] * crs + p["c_s"] * rs, "n_outer": Mux(p["w_full"], 1, p["k_n"]),
+            w_box = {"base": p["w_base"], "n_outer": Mux(p["w_full"], 1, p["k_n"]),
                      "outer_stride": crs, "n_inner": Const(1, COORD), "inner_stride": Const(0, A),
-                     "run": Mux(p["w_full"], p["k_n"] * crs, p["c_n"] * rs)}
+                     "run": Mux(p["w_full"], p["k_crs"], p["c_rs"])}
             return {f"{t}_{k}": Value.cast(box[k])[:n] for t, box in zip(("in", "w"), (in_box, w_box))
                     for k, n in widths.items()}
 
-        # the boxes of the step being loaded, registers ahead of the step in two stages
-        # (Controller.ahead: the shape from the positions, then the products at the shift)
         widths = {"base": A, "n_outer": COORD, "outer_stride": A, "n_inner": COORD, "inner_stride": A, "run": A}
-        both = ctl.ahead(m, "ld", shape, "box", then=boxes)
+        both = ctl.ahead(m, "ld", "box", starts, extents, spans, boxes)
         in_box = {k: both[f"in_{k}"] for k in widths}
         w_box = {k: both[f"w_{k}"] for k in widths}
         in_base, w_base = in_box["base"], w_box["base"]

@@ -44,13 +44,15 @@ class TimingConstants:
     slot_overhead_cycles: int = 0   # no controller cycle between slots: the next slot's go is
     #                                 registered in the longest engine's last busy cycle
     min_slot_cycles: int = 2        # a slot lasts at least two cycles, even with nothing to do:
-    #                                 its step quantities take two register stages (Controller.ahead)
+    #                                 no shift in the cycle after one (the first register stage of
+    #                                 the next step's quantities: Controller.ahead)
     load_latency_cycles: int = 1    # L2 read -> NoC -> L1 capture pipeline, after the last issue
     compute_latency_cycles: int = 1  # the MAC's three stages (read L1, multiply, accumulate):
     #                                  its last partial-sum write lands a cycle after the last issue
     drain_latency_cycles: int = 1   # reduction tree -> L2 read-modify-write, after the last issue
-    start_cycles: int = 2           # the controller's cycles after start: the first register
-    #                                 stage of step 0's quantities, then the shift that takes it in
+    start_cycles: int = 4           # the controller's cycles after start: the odometer runs two
+    #                                 steps ahead of the step loaded, so step 0 takes two shifts
+    #                                 (each after a cycle of register stage) to reach the loader
     #                                 (the drain's width is the structure's W: drain_runs)
 
 
