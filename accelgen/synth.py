@@ -259,7 +259,8 @@ def place_and_route(verilog: Path, top: str, target: Target = "ecp5", *, device:
     and routed on an ECP5 (``device`` is nextpnr's flag: ``85k`` is the LFE5U-85F), and the bels
     it uses, from nextpnr's ``--report``.  Yosys ``synth_ecp5`` then nextpnr-ecp5 with
     ``--timing-allow-fail`` (a design slower than ``freq_mhz`` reports what it achieved) and
-    ``--lpf-allow-unconstrained`` (no pin is constrained).  With ``registered_io`` the module is
+    ``--lpf-allow-unconstrained`` (no pin is constrained), routed by ``router2`` (tiny's whole top
+    routes in about 3 minutes; the default router took over 40 on its congested first versions).  With ``registered_io`` the module is
     placed inside a harness (:func:`_harness`) whose only pins are the clock, the reset and two
     serial ones: its ports need not fit the package, and every path through it is timed
     register to register.  Missing tools and failures raise a one-line :class:`AccelgenError`."""
@@ -297,7 +298,7 @@ def place_and_route(verilog: Path, top: str, target: Target = "ecp5", *, device:
         # Relative paths from the work folder: the WebAssembly build sees the current folder only.
         _run([nextpnr, f"--{device}", "--package", package, "--json", netlist.name, "--report", report.name,
               "--freq", f"{freq_mhz:g}", "--timing-allow-fail", "--lpf-allow-unconstrained",
-              "--seed", str(seed), "--quiet"], "nextpnr-ecp5", where, timeout_s, cwd=tmp)
+              "--seed", str(seed), "--router", "router2", "--quiet"], "nextpnr-ecp5", where, timeout_s, cwd=tmp)
         if not report.exists():
             raise AccelgenError("nextpnr-ecp5 wrote no report", where=where)
         doc = json.loads(report.read_text())

@@ -98,10 +98,8 @@ def bench_rtl_resources(hardware: str, target: str = "ecp5", place_top: bool = F
     one PE and the shared parts), the time to emit its Verilog, and its Fmax by nextpnr on an
     LFE5U-85F where installed: the PE module alone with its ports registered (it is what the
     array replicates, and its ports would not fit the package), and with ``place_top`` the whole
-    top level too (its host-bus ports fit; pins unconstrained) when ``ACCELGEN_BENCH_PNR_TOP=1``,
-    as it is slow on the 2-core machine (tiny: synthesis ~1.5 min, routing ~10 min; 23.4 MHz, the
-    critical path being the loader's box arithmetic of the next step, union -> input span -> run
-    multiplier, in the one cycle of a shift)."""
+    top level too (its host-bus ports fit; pins unconstrained; tiny: synthesis ~1 min, placement
+    and routing by router2 ~4 min on the 2-core machine; ``ACCELGEN_BENCH_PNR_TOP=0`` skips it)."""
     import tempfile
 
     from accelgen.synth import nextpnr_missing, place_and_route, synthesize_design, yosys_missing
@@ -136,7 +134,7 @@ def bench_rtl_resources(hardware: str, target: str = "ecp5", place_top: bool = F
             return
         placed = [("rtl_fmax_mhz", PE_MODULE, True, f"kcp on {hardware}: {PE_MODULE} alone, ports registered")]
         whole = f"kcp on {hardware}: whole {TOP}, {hw.num_pes} PEs, pins unconstrained"
-        top_wanted = place_top and os.environ.get("ACCELGEN_BENCH_PNR_TOP") == "1"
+        top_wanted = place_top and os.environ.get("ACCELGEN_BENCH_PNR_TOP", "1") != "0"
         if top_wanted:
             placed.append(("rtl_fmax_mhz_top", TOP, False, whole))
         for name, top, registered, what in placed:
@@ -149,8 +147,7 @@ def bench_rtl_resources(hardware: str, target: str = "ecp5", place_top: bool = F
             print(f"{name}: {pr.fmax_mhz:.1f} MHz (ecp5 {pr.part}, {what}; target {pr.freq_mhz:g} MHz; "
                   f"{used / max(available, 1):.1%} of LUT cells; synthesis + P&R {pr.seconds:.0f} s)")
         if place_top and not top_wanted:
-            print(f"rtl_fmax_mhz_top: not measured ({whole}: ~12 min of synthesis and routing here; "
-                  "set ACCELGEN_BENCH_PNR_TOP=1)")
+            print(f"rtl_fmax_mhz_top: not measured ({whole}: ACCELGEN_BENCH_PNR_TOP=0)")
 
 
 def bench_rtl_256pe() -> None:

@@ -68,7 +68,8 @@ class Accelerator(wiring.Component):
         shared.broadcast_rows(template)
         for u0, u1, pe in pes:
             shared.wire_pe(pe, u0, u1, template)
-        m.d.comb += ctl.engines_continue.eq(loader.continues | compute.continues | drain.continues)
+        m.d.comb += [ctl.engines_continue.eq(loader.continues | compute.continues | drain.continues),
+                     ctl.flushing.eq(drain.flushing)]
         return m
 
     def _unit_steps(self, m: Module, g: Geometry, loader: Loader) -> dict[str, list]:
@@ -138,7 +139,7 @@ class _PerClass:
     def _delta(self, name: str, u0: int, u1: int):
         """(the PE's first word of ``name`` - lane 0's address) mod 2**A, a register: the class's
         first word is the box's plus its units' steps (static), and lane 0's is the box's plus
-        the issue's offset in it (``issue_rel``), so the difference is taken at the issue, from
+        the issue's offset in it (``issue_rel``), so the difference is taken a cycle before the lanes, from
         registers, and is ready with the lanes a cycle later."""
         loader, m, A = self.loader, self.m, self.A
         k0, k1 = self._unit_key(tuple(loader.strides[name]), u0, u1)
@@ -159,13 +160,18 @@ class _PerClass:
                                                 f"{name}_step{level}_x{k}", self.A))
 
     def _inside(self, u0: int, u1: int):
-        """The compute engine's position is inside the PE's tile of the step computed."""
+        """The compute engine's position of the cycle before is inside the PE's tile of the step
+        computed (registered with the broadcast, like the operand addresses)."""
         cp, mac = self.ctl.cp, self.compute.counters
+
+        def inside(n, d, k0, k1):
+            reg = Signal(name=f"cp_in_{d}_{k0}_{k1}")
+            self.m.d.sync += reg.eq(mac[n] < self.extent(cp, d, k0, k1))
+            return reg
         bits = []
         for d, n in zip(LOOP_DIMS, ORDER):
             k0, k1 = self._unit_key((d,), u0, u1)
-            bits.append(self._once(("inside", d, k0, k1),
-                                   lambda: wire(self.m, mac[n] < self.extent(cp, d, k0, k1), f"cp_in_{d}_{k0}_{k1}")))
+            bits.append(self._once(("inside", d, k0, k1), lambda: inside(n, d, k0, k1)))
         return Cat(*bits).all()
 
     def broadcast_rows(self, pe: PE) -> None:
@@ -194,9 +200,10 @@ class _PerClass:
             pe.ld_kn.eq(self.extent(ld, "K", u0, u1)), pe.ld_cn.eq(self.extent(ld, "C", u0, u1)),
             pe.ld_yn.eq(self._span("Y", u0, u1)), pe.ld_xn.eq(self._span("X", u0, u1)),
             pe.filt_r.eq(g.R), pe.filt_s.eq(g.S),
-            pe.mac_en.eq(compute.issue & self._inside(u0, u1)),
+            pe.mac_en.eq(compute.issue_r & self._inside(u0, u1)),
             pe.rd_on.eq(compute.rd_on), pe.ps_addr.eq(compute.ps_addr),
-            pe.cp_bank_in.eq(cp.bank_in), pe.cp_bank_w.eq(cp.bank_w), pe.cp_bank_ps.eq(cp.bank_ps),
+            pe.cp_bank_in.eq(compute.banks["bank_in"]), pe.cp_bank_w.eq(compute.banks["bank_w"]),
+            pe.cp_bank_ps.eq(compute.banks["bank_ps"]),
         ]
         m.d.comb += [getattr(pe, name).eq(sig) for name, sig in self.rows.items()]
         for j in range(template.simd):

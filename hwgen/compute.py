@@ -1,7 +1,8 @@
 """The compute engine: one counter nest over the step's PE tile (k, c, y, x, and the filter
 positions ``f`` in steps of the SIMD lanes), broadcast to every PE with the L1 addresses it
-points at, and a per-PE enable where the position is inside the PE's own tile.  One MAC issue a
-cycle per PE; the engine is busy one cycle more for the last partial-sum write (``docs/timing.md``)."""
+points at through a register, and a per-PE enable where the position is inside the PE's own
+tile.  One MAC issue a cycle per PE; the engine is busy only while it issues: the pipeline's
+tail overlaps the next step, and the drain waits for it (``docs/timing.md``)."""
 
 from __future__ import annotations
 
@@ -24,13 +25,16 @@ ORDER = ("k", "c", "y", "x", "f")     # outermost first
 @dataclass
 class Compute:
     continues: Signal       # still busy next cycle (this issue is not the last)
-    issue: Signal           # the PEs multiply this cycle
-    counters: dict          # ORDER -> the position broadcast to the PEs
+    issue: Signal           # the engine issues a MAC at its counters' position this cycle
+    issue_r: Signal         # ... the cycle before: the PEs read its operands this cycle
+    counters: dict          # ORDER -> the position (the PEs' enables are registered from it)
     filter_rs: Signal       # R*S of the layer
-    rd_in: list             # per SIMD lane: the L1 address of its input operand (every PE's)
+    rd_in: list             # per SIMD lane: the L1 address of its input operand (every PE's; registered,
+    #                         like rd_w, rd_on and ps_addr: the issue_r cycle's)
     rd_w: list              # ... of its weight
     rd_on: Signal           # bit j: lane j's filter position is inside the filter
     ps_addr: Signal         # the L1 address of the partial sum
+    banks: dict             # "bank_in" / "bank_w" / "bank_ps" of the step computed, registered with them
 
     @classmethod
     def build(cls, m: Module, s: HwStructure, g: Geometry, ctl: Controller) -> "Compute":
@@ -56,10 +60,25 @@ class Compute:
                 with m.Elif(inner):
                     m.d.sync += mac[n].eq(0)
         rd_in, rd_w, rd_on, ps_addr = cls._addresses(m, s, g, mac, rs, c_issue, bumps)
-        # the PEs' partial-sum write lands COMPUTE_LATENCY (1) cycle after the last issue: busy
-        # in the cycle after every issue (the next issue, or that write)
-        assert TIMING.compute_latency_cycles == 1, "the PE's MAC has three stages (hwgen/pe.py)"
-        return cls(wire(m, c_issue, "c_continues"), c_issue, mac, rs, rd_in, rd_w, rd_on, ps_addr)
+        # What the PEs are told is registered before the broadcast (its wires reach every PE),
+        # the banks of the step computed with it, so they see an issue a cycle after it: the
+        # PEs read its operands at t+1, multiply at t+2 and write its partial sum at t+3.  The
+        # engine is busy only while it issues (COMPUTE_LATENCY 0): the next step's issues
+        # follow at the same pace, and the drain of this step waits for the last writes
+        # (DRAIN_WAIT; docs/timing.md, "The MAC pipeline")
+        assert TIMING.compute_latency_cycles == 0 and TIMING.drain_wait_cycles == 2, \
+            "a broadcast register and the PE's three-stage MAC (hwgen/pe.py)"
+
+        def bcast(value, name):
+            reg = Signal.like(value, name=name)
+            m.d.sync += reg.eq(value)
+            return reg
+        issue_r = bcast(c_issue, "c_issue_r")
+        rd_in = [bcast(a, f"rd_in{j}_r") for j, a in enumerate(rd_in)]
+        rd_w = [bcast(a, f"rd_w{j}_r") for j, a in enumerate(rd_w)]
+        banks = {name: bcast(getattr(cp, name), f"cp_{name}_r") for name in ("bank_in", "bank_w", "bank_ps")}
+        return cls(wire(m, c_issue & ~c_wrap[-1], "c_continues"), c_issue, issue_r, mac, rs, rd_in, rd_w,
+                   bcast(rd_on, "rd_on_r"), bcast(ps_addr, "ps_addr_r"), banks)
 
     @staticmethod
     def _addresses(m: Module, s: HwStructure, g: Geometry, mac: dict, rs, issue, bumps: dict):

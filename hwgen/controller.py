@@ -30,6 +30,7 @@ class Controller:
     cp: Desc                # the step being computed
     dr: Desc                # the step being drained
     engines_continue: Signal  # driven by the top level: an engine is still busy next cycle
+    flushing: Signal        # driven by the top level: the drain's pipeline has writes in flight
     shift: Signal | None = None     # (after elaborate) the descriptors shift at this cycle's edge
     pre: Desc | None = None         # (after elaborate) the step after ld
     pos: Desc | None = None         # (after elaborate) the odometer: the step after pre
@@ -39,7 +40,8 @@ class Controller:
         """The controller's registers; :meth:`elaborate` adds its logic once the host bus (which
         reads them and gives ``start``) exists."""
         return cls(Signal(name="running"), Signal(name="done"), Signal(32, name="cycles"), Signal(name="go"),
-                   Desc.named("ld"), Desc.named("cp"), Desc.named("dr"), Signal(name="engines_continue"))
+                   Desc.named("ld"), Desc.named("cp"), Desc.named("dr"), Signal(name="engines_continue"),
+                   Signal(name="flushing"))
 
     def elaborate(self, m: Module, s: HwStructure, g: Geometry, start: Signal) -> None:
         """The odometer and the slot sequencing; ``start`` restarts the walk.  The odometer runs
@@ -134,7 +136,7 @@ class Controller:
                     with m.If(more):
                         m.d.sync += [a.eq(b) for a, b in zip(pos_b0 + pos_r1, nxt_b0 + nxt_r1)]
                         m.d.sync += more.eq(~last)
-                with m.Elif(~work & ~hold):
+                with m.Elif(~work & ~hold & ~self.flushing):    # (the last writes landed)
                     m.d.sync += [self.running.eq(0), self.done.eq(1)]
 
     def ahead(self, m: Module, which: str, name: str, a1, a2=None, b1=None, b2=None):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 
-from costmodel.hwgen_preset.rules import LOOP_DIMS
+from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, drain_latency, reduction_levels
 from costmodel.hwgen_preset.structure import HwStructure
 
 from .common import COORD, wire
@@ -44,7 +44,9 @@ def collection_lanes(s: HwStructure) -> int:
 
 @dataclass
 class Drain:
-    continues: Signal       # still busy next cycle (a run issued now is written next cycle)
+    continues: Signal       # still busy next cycle: waiting to start, or issuing (the pipeline's tail
+    #                         overlaps the next slot: its writes are to other words)
+    flushing: Signal        # writes in flight (the last ones land before done)
 
     @classmethod
     def build(cls, m: Module, s: HwStructure, g: Geometry, ctl: Controller, l2: L2, bus: HostBus,
@@ -89,7 +91,15 @@ class Drain:
         first = {d: ctl.ahead(m, "cp", f"dr_first_{d}", *g.pe_tile_stages(LOOP_DIMS.index(d), 0, 0)) for d in g_ext}
         lanes, banks = collection_lanes(s), s.noc_words_per_cycle
         lg = (banks - 1).bit_length()
-        d_issue = wire(m, (ctl.go & dr.valid & dr.ends) | (d_active & ~d_tail), "d_issue")
+        # the drain starts DRAIN_WAIT (2) cycles after go: the last partial sums of its step,
+        # issued at the end of the slot before, are written by then (the PE forwards the last)
+        assert TIMING.drain_wait_cycles == 2
+        # (counted from this slot's go alone: a slot without a drain may last two cycles)
+        go_d1, go_d2 = Signal(name="dr_wait_d1"), Signal(name="dr_wait_d2")
+        starts = wire(m, ctl.go & dr.valid & dr.ends, "dr_starts")
+        m.d.sync += [go_d1.eq(starts), go_d2.eq(go_d1)]
+        waiting = wire(m, starts | go_d1, "dr_waiting")
+        d_issue = wire(m, go_d2 | (d_active & ~d_tail), "d_issue")
         t = s.pe_tile_max
         across = s.drain_across_groups
         psums = [[] for _ in range(lanes)]            # the reduction tree's inputs, per lane
@@ -130,6 +140,7 @@ class Drain:
         # (dk * tY + dy across groups, where dx counts groups), ``loc_k`` its value at dy = dx = 0
         dr_local, loc_k = Signal(COORD, name="dr_local"), Signal(COORD, name="dr_loc_k")
         row_words, k_words = (t["X"], t["Y"] * t["X"]) if across is None else (1, t["Y"])
+        final = wire(m, k_last & ~more_groups & ~next_g1_ok & ~next_g0_ok, "dr_final")   # (sets d_tail)
         with m.If(d_issue):
             m.d.sync += d_active.eq(1)
             with m.If(~x_last):
@@ -165,7 +176,12 @@ class Drain:
         with m.If(ctl.shift):       # (the drain is idle or in its last busy cycle then)
             m.d.sync += [g_ext[d].eq(e) for d, e in first.items()]
         out_addr = wire(m, (base + rel + dx)[:OB], "out_addr", OB)
+        # Each lane's words, one per reduction position (the PEs of the other levels' groups
+        # are one-hot: an OR of masked words selects the group's), registered; then the
+        # reduction tree over the positions, a register after each level (drain_latency).
+        terms = [{} for _ in range(lanes)]            # lane -> reduction position -> masked words
         for u0, u1, pe in pes:
+            key = (u0 if red0 else 0, u1 if red1 else 0)
             if across is None:
                 in_group = Const(1)
                 if not red0 and s.spatial[0] is not None:
@@ -173,31 +189,67 @@ class Drain:
                 if not red1 and s.spatial[1] is not None:
                     in_group = in_group & (g1 == u1)
                 for j in range(lanes):
-                    psums[j].append(Mux(in_group, pe.psum.word_select(j, 32).as_signed(), 0))
+                    terms[j].setdefault(key, []).append(Mux(in_group, pe.psum.word_select(j, 32), 0))
             else:
                 u = (u0, u1)[across]             # the group; it is lane u mod lanes of its run
                 in_group = (dx == u - u % lanes) if (s.n0, s.n1)[across] > lanes else Const(1)
-                psums[u % lanes].append(Mux(in_group, pe.psum[:32].as_signed(), 0))
+                terms[u % lanes].setdefault(key, []).append(Mux(in_group, pe.psum[:32], 0))
             m.d.comb += [pe.dr_en.eq(d_issue & in_group), pe.dr_bank.eq(dr.bank_ps), pe.dr_addr.eq(dr_local),
                          pe.dr_len.eq(length if across is None else 1)]
-        value_r = [Signal(signed(32), name=f"value_r{j}") for j in range(lanes)]
-        for j, lane in enumerate(psums):
-            while len(lane) > 1:
-                lane = [wire(m, (lane[i] + lane[i + 1])[:32].as_signed(), f"red{j}", signed(32))
-                        if i + 1 < len(lane) else lane[i] for i in range(0, len(lane), 2)]
-            m.d.sync += value_r[j].eq(lane[0])
-        addr_r = Signal(OB, name="addr_r")
-        len_r = Signal(range(lanes + 1), name="len_r")
-        m.d.sync += [addr_r.eq(out_addr), len_r.eq(Mux(d_issue, length, 0))]
-        # bank b holds word a when a mod W == b: lane j = (b - a0) mod W of the run starting at a0
+
+        def reg(value, name, shape=signed(32)):
+            r = Signal(shape, name=name)
+            m.d.sync += r.eq(value)
+            return r
+        values = []
+        for j, by_key in enumerate(terms):
+            level = [reg(_or(words), f"dr_sel{j}") for _, words in sorted(by_key.items())]
+            while len(level) > 1:
+                level = [reg((level[i] + level[i + 1])[:32].as_signed() if i + 1 < len(level) else level[i],
+                             f"dr_red{j}") for i in range(0, len(level), 2)]
+            values.append(level[0])
+        levels = reduction_levels(s)
+        assert all(len(by_key) == len(terms[0]) for by_key in terms) and (len(terms[0]) - 1).bit_length() == levels
+        latency = drain_latency(s)
+        assert latency == 3 + max(levels - 1, 0)
+        # Issue d's words: selected at d (registered), reduced by d + 1 + levels, moved to their
+        # banks (registered), added at d + latency to the L2 words read two cycles before (the
+        # banks' latency, then a register), and written: the read-modify-write is three register
+        # stages, so the BRAMs' clock-to-output, the add and the write are on separate paths.
+        issued = [d_issue]
+        for k in range(1, latency):
+            issued.append(reg(issued[-1], f"dr_issued_d{k}", 1))
+        addr_q, len_q = [out_addr], [Mux(d_issue, length, 0)]
+        for k in range(1, latency + 1):
+            addr_q.append(reg(addr_q[-1], f"dr_addr_d{k}", OB))
+            len_q.append(reg(len_q[-1], f"dr_len_d{k}", range(lanes + 1)))
+        rotate_at = 1 + levels                          # the lanes' values are ready then
+        read_at = latency - 2
+
+        def bank_row(addr, b):
+            return ((addr >> lg) + (b < addr[:lg]))[:OB] if b < banks - 1 else addr >> lg
+
+        def lane_of(addr, b):
+            return (b - addr[:lg])[:lg] if lg else Const(0, 1)
         for b, (rd, wr) in enumerate(l2.outputs):
-            j_rd = (b - out_addr[:lg])[:lg] if lg else 0
-            j_wr = wire(m, (b - addr_r[:lg])[:lg] if lg else 0, f"dr_wlane{b}", range(max(2, banks)))
-            value = value_r[0]
-            for j in range(1, lanes):
-                value = Mux(j_wr == j, value_r[j], value)
-            m.d.comb += [rd.addr.eq(Mux(ctl.running, (out_addr + j_rd) >> lg, bus.out_row)), rd.en.eq(1)]
-            m.d.comb += [wr.addr.eq(Mux(ctl.running, (addr_r + j_wr) >> lg, bus.out_row)),
-                         wr.data.eq(Mux(ctl.running, rd.data + value, top.bus_wdata)),
-                         wr.en.eq(Mux(ctl.running, j_wr < len_r, bus.out_write[b]))]
-        return cls(d_issue)
+            j = lane_of(addr_q[rotate_at], b)
+            value = values[0]
+            for lane in range(1, lanes):
+                value = Mux(j == lane, values[lane], value)
+            moved = reg(value, f"dr_bank_value{b}")
+            write_en = reg(j < len_q[rotate_at], f"dr_bank_en{b}", 1)
+            for k in range(rotate_at + 1, latency):     # (no reduction level: a cycle to wait)
+                moved, write_en = reg(moved, f"dr_bank_value{b}_d{k}"), reg(write_en, f"dr_bank_en{b}_d{k}", 1)
+            old = reg(rd.data, f"dr_old{b}", 32)
+            m.d.comb += [rd.addr.eq(Mux(ctl.running, bank_row(addr_q[read_at], b), bus.out_row)), rd.en.eq(1)]
+            m.d.comb += [wr.addr.eq(Mux(ctl.running, bank_row(addr_q[latency], b), bus.out_row)),
+                         wr.data.eq(Mux(ctl.running, old + moved, top.bus_wdata)),
+                         wr.en.eq(Mux(ctl.running, write_en, bus.out_write[b]))]
+        return cls(wire(m, waiting | (d_issue & ~final), "dr_continues"), wire(m, Cat(*issued).any(), "dr_flushing"))
+
+
+def _or(words):
+    """The OR of ``words`` (at most one of them is non-zero: a select of one-hot masked words)."""
+    while len(words) > 1:
+        words = [words[i] | words[i + 1] if i + 1 < len(words) else words[i] for i in range(0, len(words), 2)]
+    return words[0]

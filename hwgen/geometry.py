@@ -115,7 +115,8 @@ class Geometry:
 
     def union_stages(self, di: int) -> tuple:
         """(start, extent) of loop dim di over all PEs, as two stages for
-        :meth:`Controller.ahead` (``a1(desc)``, ``a2``): ``start = b0 + r1``, extent
+        :meth:`Controller.ahead` (``a1(desc)``, ``a2``; the first two carry chains deep, the second
+        one): ``start = b0 + r1``, extent
         ``min(X0 - r1, X1, D - start)`` where ``X0`` is ``n0 * T0`` if level 0 spreads the
         dimension (and then no ``X1``), else ``T0``, and ``X1`` is ``n1 * T1`` if level 1 spreads
         it, else ``T1``: the same as :meth:`union`."""
@@ -123,17 +124,17 @@ class Geometry:
         T0, T1, D = self.T0[d], self.T1[d], self.D[d]
 
         def a1(desc):
+            # (unsigned, COORD bits: for a valid step every difference is positive)
+            start = wire(self.m, (desc.b0[di] + desc.r1[di])[:COORD], f"u_{d}_start", COORD)
             lim0 = self.scaled(0, d, s.n0) if s.spatial[0] == d else T0
-            return {"start": (desc.b0[di] + desc.r1[di])[:COORD + 1], "q": (lim0 - desc.r1[di]).as_signed()}
-
-        def a2(p):
-            q = p["q"]
+            q = (lim0 - desc.r1[di])[:COORD]
             if s.spatial[0] != d:
                 x1 = self.scaled(1, d, s.n1) if s.spatial[1] == d else T1
                 q = Mux(q < x1, q, x1)
-            b = (D - p["start"]).as_signed()
-            e = Mux(q < b, q, b)
-            return {"start": p["start"][:COORD], "ext": Mux(e > 0, e, 0)[:COORD]}
+            return {"start": start, "q": q, "b": (D - start)[:COORD]}
+
+        def a2(p):
+            return {"start": p["start"], "ext": Mux(p["q"] < p["b"], p["q"], p["b"])}
         return a1, a2
 
     def tile_at(self, desc: Desc, di: int, off0, off1, tag: str):

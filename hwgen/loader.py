@@ -2,10 +2,11 @@
 walks that tensor's union box over all PEs (inputs first, then weights) as runs of consecutive L2
 addresses (:func:`costmodel.hwgen_preset.rules.input_runs` / ``weight_runs``: rows, or whole-width
 rows and whole filters merged into one run), ``W`` consecutive words a cycle read from the
-interleaved L2 banks.  Addresses are counted, not multiplied: each run starts one stride after
-the last.  One cycle later the words are on the NoC's lanes with lane 0's L2 address, and every PE
-whose tile holds a word captures it in that cycle (:mod:`.pe`): the multicast, and the halo
-shared by overlapping windows."""
+interleaved L2 banks.  Addresses are counted in registers, not multiplied or summed: each run
+starts one stride after the last.  Three cycles later (two register stages after the banks) the
+words are on the NoC's lanes with lane 0's L2 address, and every PE whose tile holds a word
+captures it in that cycle (:mod:`.pe`): the multicast, and the halo shared by overlapping
+windows."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 
-from costmodel.hwgen_preset.rules import LOOP_DIMS
+from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING
 from costmodel.hwgen_preset.structure import HwStructure
 
 from .common import COORD, span, wire
@@ -26,13 +27,13 @@ __all__ = ["Loader"]
 
 @dataclass
 class Loader:
-    continues: Signal       # still busy next cycle (an issue now is followed by its capture)
+    continues: Signal       # still busy next cycle (an issue is followed by its capture, three cycles later)
     lane_valid: Signal      # the lanes carry words this cycle
     lane_count: Signal      # how many (lanes 0 .. count-1)
     lane_weight: Signal     # which tensor: 0 input, 1 weight
     lane_addr: Signal       # lane 0's L2 address (lane j carries the word at lane_addr + j)
     lane_data: Signal       # W words, lane j in bits [8j, 8j+8)
-    issue_rel: Signal       # the issue's address from its box's first word (lane_addr's, a cycle early)
+    issue_rel: Signal       # the issue's address from its box's first word (lane_addr's, a cycle before the lanes)
     in_base: Signal         # L2 address of the input box's first word (PE (0, 0)'s tile)
     w_base: Signal          # ... of the weight box
     strides: dict           # tensor -> loop dim -> L2 words between neighbouring positions along it
@@ -98,61 +99,85 @@ class Loader:
         l_tail = Signal(name="l_tail")
         l_active = Signal(name="l_active")
         l_weight = Signal(name="l_weight")
-        l_o = Signal(COORD, name="l_outer")            # run counters: outer, inner
-        l_i = Signal(COORD, name="l_inner")
-        o_ofs = Signal(A, name="l_outer_ofs")          # their address offsets, counted
-        i_ofs = Signal(A, name="l_inner_ofs")
-        l_off = Signal(A, name="l_run_ofs")            # the chunk's offset in its run
-        cur_weight = wire(m, Mux(go, ~ld.ld_in, l_weight), "cur_weight")
-        box = {k: wire(m, Mux(cur_weight, w_box[k], in_box[k])[:n], f"box_{k}", n) for k, n in widths.items()}
-        issuing = wire(m, (go & ld.valid & (ld.ld_in | ld.ld_w)) | (l_active & ~l_tail), "issuing")
-        rel = wire(m, (o_ofs + i_ofs + l_off)[:A], "l2_rel", A)      # from the box's first word
-        addr = wire(m, (box["base"] + rel)[:A], "l2_addr", A)
-        remaining = wire(m, (box["run"] - l_off)[:A], "remaining", A)
+        # The walk, counted in registers: the chunk's L2 address and its offset from the box's
+        # first word, the same for the first word of its run and of its outer run, the words
+        # left in the run, and the inner and outer runs left.  They take the step's first box at
+        # ``go`` (a cycle before the first issue: the boxes' registers and ``go``'s wide fanout
+        # stay off the issue's paths), so an issue's address is a register, not a sum.
+        a_r, rel_r, run_a_r, run_rel_r, out_a_r, out_rel_r, rem_r = (
+            Signal(A, name=n) for n in ("l2_addr", "l2_rel", "l_run_addr", "l_run_rel", "l_out_addr",
+                                        "l_out_rel", "remaining"))
+        il_r, ol_r = Signal(COORD, name="l_inner_left"), Signal(COORD, name="l_outer_left")
+        box = {k: wire(m, Mux(l_weight, w_box[k], in_box[k])[:n], f"box_{k}", n) for k, n in widths.items()}
+        issuing = wire(m, l_active & ~l_tail, "issuing")
+        addr, rel, remaining = a_r, rel_r, rem_r
         length = wire(m, Mux(remaining < W, remaining, W), "length", 8)
+        hi = addr >> lg
         for b in range(W):
-            # bank b serves lane j = (b - addr) mod W
-            j = (b - addr[:lg])[:lg] if W > 1 else 0
-            row = wire(m, (addr + j) >> lg, f"bank{b}_row", A)
+            # bank b serves lane (b - addr) mod W: the word at addr + that, in row hi or hi + 1
+            # (the last bank's word is never in the next row)
+            row = wire(m, (hi + (b < addr[:lg]))[:A] if b < W - 1 else hi, f"bank{b}_row", A)
             for ports in (l2.inputs, l2.weights):
                 rd = ports[b][0]
                 m.d.comb += [rd.addr.eq(row), rd.en.eq(1)]
-        last_chunk = wire(m, l_off + W >= box["run"], "last_chunk")
-        inner_last = wire(m, last_chunk & (l_i + 1 >= box["n_inner"]), "inner_last")
-        box_done = wire(m, inner_last & (l_o + 1 >= box["n_outer"]), "box_done")
-        with m.If(issuing):
-            m.d.sync += l_active.eq(1)
-            with m.If(~last_chunk):
-                m.d.sync += l_off.eq(l_off + W)
+        last_chunk = wire(m, remaining <= W, "last_chunk")
+        inner_last = wire(m, last_chunk & (il_r == 0), "inner_last")
+        box_done = wire(m, inner_last & (ol_r == 0), "box_done")
+
+        def restart(a, r, rem, il, ol):
+            return [a_r.eq(a), rel_r.eq(r), rem_r.eq(rem), il_r.eq(il), ol_r.eq(ol)]
+
+        def first(bx):
+            return restart(bx["base"], 0, bx["run"], bx["n_inner"] - 1, bx["n_outer"] - 1) + [
+                run_a_r.eq(bx["base"]), run_rel_r.eq(0), out_a_r.eq(bx["base"]), out_rel_r.eq(0)]
+        starts = wire(m, go & ld.valid & (ld.ld_in | ld.ld_w), "l_starts")
+        with m.If(starts):                          # the step's first box: inputs, else weights
+            m.d.sync += [l_active.eq(1), l_weight.eq(~ld.ld_in)]
+            with m.If(ld.ld_in):
+                m.d.sync += first(in_box)
             with m.Else():
-                m.d.sync += l_off.eq(0)
-                with m.If(~inner_last):
-                    m.d.sync += [l_i.eq(l_i + 1), i_ofs.eq(i_ofs + box["inner_stride"])]
-                with m.Else():
-                    m.d.sync += [l_i.eq(0), i_ofs.eq(0)]
-                    with m.If(~box_done):
-                        m.d.sync += [l_o.eq(l_o + 1), o_ofs.eq(o_ofs + box["outer_stride"])]
-                    with m.Else():
-                        m.d.sync += [l_o.eq(0), o_ofs.eq(0)]
-            with m.If(box_done):
-                with m.If(~cur_weight & ld.ld_w):
-                    m.d.sync += l_weight.eq(1)
+                m.d.sync += first(w_box)
+        with m.Elif(issuing):
+            with m.If(~last_chunk):                 # the run's next chunk
+                m.d.sync += restart(addr + W, rel + W, remaining - W, il_r, ol_r)
+            with m.Elif(~inner_last):               # the next run
+                nxt_a, nxt_rel = run_a_r + box["inner_stride"], run_rel_r + box["inner_stride"]
+                m.d.sync += restart(nxt_a, nxt_rel, box["run"], il_r - 1, ol_r)
+                m.d.sync += [run_a_r.eq(nxt_a), run_rel_r.eq(nxt_rel)]
+            with m.Elif(~box_done):                 # the next outer run
+                nxt_a, nxt_rel = out_a_r + box["outer_stride"], out_rel_r + box["outer_stride"]
+                m.d.sync += restart(nxt_a, nxt_rel, box["run"], box["n_inner"] - 1, ol_r - 1)
+                m.d.sync += [run_a_r.eq(nxt_a), run_rel_r.eq(nxt_rel), out_a_r.eq(nxt_a), out_rel_r.eq(nxt_rel)]
+            with m.Else():                          # the weight box next, or the end
+                with m.If(~l_weight & ld.ld_w):
+                    m.d.sync += first(w_box) + [l_weight.eq(1)]
                 with m.Else():
                     m.d.sync += [l_tail.eq(1), l_weight.eq(0)]
-            with m.Else():
-                m.d.sync += l_weight.eq(cur_weight)
         with m.Elif(l_tail):
             m.d.sync += [l_tail.eq(0), l_active.eq(0)]
-        # the NoC lanes, one cycle after the issue (L2 read latency)
-        lane_valid = Signal(name="lane_valid")
-        lane_count = Signal(8, name="lane_count")
-        lane_weight = Signal(name="lane_weight")
-        lane_addr = Signal(A, name="lane_addr")
-        m.d.sync += [lane_valid.eq(issuing), lane_count.eq(length), lane_weight.eq(cur_weight), lane_addr.eq(addr)]
+        cur_weight = l_weight
+        # The NoC lanes, three cycles after the issue, in register stages: the L2
+        # banks' words of the tensor on the bus (the banks' read latency, then a register); the
+        # words rotated to lanes (lane j carries lane 0's address + j) in a register; the lanes
+        # broadcast to the PEs, which capture them.
+        assert TIMING.load_latency_cycles == 4, "a cycle to take the box, then three register stages (hwgen/loader.py)"
+        issued = [Signal(name=f"lane_valid_d{k}") for k in (1, 2, 3)]
+        counts = [Signal(8, name=f"lane_count_d{k}") for k in (1, 2, 3)]
+        weights = [Signal(name=f"lane_weight_d{k}") for k in (1, 2, 3)]
+        addrs = [Signal(A, name=f"lane_addr_d{k}") for k in (1, 2, 3)]
+        rels = [Signal(A, name=f"issue_rel_d{k}") for k in (1, 2)]
+        m.d.sync += [issued[0].eq(issuing), counts[0].eq(length), weights[0].eq(cur_weight), addrs[0].eq(addr),
+                     rels[0].eq(rel)]
+        for k in (1, 2):
+            m.d.sync += [issued[k].eq(issued[k - 1]), counts[k].eq(counts[k - 1]), weights[k].eq(weights[k - 1]),
+                         addrs[k].eq(addrs[k - 1])]
+        m.d.sync += rels[1].eq(rels[0])
+        banked = Signal(8 * W, name="noc_banked")          # bank b's word in bits [8b, 8b+8)
+        for b in range(W):
+            m.d.sync += banked[8 * b: 8 * b + 8].eq(Mux(weights[0], l2.weights[b][0].data, l2.inputs[b][0].data))
         lane_data = Signal(8 * W, name="lane_data")
         for j in range(W):
-            bank = (lane_addr[:lg] + j)[:lg] if lg else 0
-            word_in = Cat(*[p[0].data for p in l2.inputs]).word_select(bank, 8) if W > 1 else l2.inputs[0][0].data
-            word_w = Cat(*[p[0].data for p in l2.weights]).word_select(bank, 8) if W > 1 else l2.weights[0][0].data
-            m.d.comb += lane_data[8 * j: 8 * j + 8].eq(Mux(lane_weight, word_w, word_in))
-        return cls(issuing, lane_valid, lane_count, lane_weight, lane_addr, lane_data, rel, in_base, w_base, strides)
+            bank = (addrs[1][:lg] + j)[:lg] if lg else 0
+            m.d.sync += lane_data[8 * j: 8 * j + 8].eq(banked.word_select(bank, 8) if W > 1 else banked)
+        continues = wire(m, starts | issuing | issued[0] | issued[1], "l_continues")
+        return cls(continues, issued[2], counts[2], weights[2], addrs[2], lane_data, rels[1], in_base, w_base, strides)

@@ -144,7 +144,7 @@ def test_preset_is_the_schedule():
 def test_timing_constants_the_rtl_cannot_build_are_refused():
     layer = Conv2D("c", K=8, C=4, Y=6, X=6, R=3, S=3)
     s, t, _ = hwgen_layer(resolve_dataflow("kcp", layer, TINY), layer, TINY)
-    for field, value in (("min_slot_cycles", 1), ("load_latency_cycles", 0), ("slot_overhead_cycles", 1), ("start_cycles", 2)):
+    for field, value in (("min_slot_cycles", 1), ("load_latency_cycles", 3), ("slot_overhead_cycles", 1), ("start_cycles", 2)):
         with pytest.raises(AccelgenError, match=f"hwgen timing: {field} is {value}; the generated RTL has"):
             hwgen_cycles(s, t, replace(TIMING, **{field: value}))
         with pytest.raises(AccelgenError, match=f"{field} is {value}"):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .rules import (LOOP_DIMS, TENSOR_LOOP_DIMS, TIMING, TimingConstants, check_timing, drain_runs, input_runs,
+from .rules import (LOOP_DIMS, TENSOR_LOOP_DIMS, TIMING, TimingConstants, check_timing, drain_latency, drain_runs, input_runs,
                     input_span, load_issue_cycles, slot_cycles, weight_runs)
 from .structure import HwStructure, LayerTiles
 
@@ -72,7 +72,8 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
     n0 = int(np.prod(counts0)) if counts0 else 1
     D = {d: t.dims[d] for d in LOOP_DIMS}
     R, S, sy, sx, W = t.dims["R"], t.dims["S"], t.stride_y, t.stride_x, s.noc_words_per_cycle
-    tot = {"cycles": timing.start_cycles, "steps": 0, "load_cycles": 0, "compute_cycles": 0,
+    tot = {"cycles": timing.start_cycles + drain_latency(s, timing),   # (the last drain's writes)
+           "steps": 0, "load_cycles": 0, "compute_cycles": 0,
            "drain_cycles": 0, "bound_cycles": {"load": 0, "compute": 0, "drain": 0}}
     l2r = {"input": 0, "weight": 0}
     l1w = {"input": 0, "weight": 0}
@@ -146,9 +147,9 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
         rows = pe_sum("K", ident) * pe_sum("Y", ident)
         Wd_all.append(rows * pe_sum("X", ident))
         if s.drain_across_groups is not None:        # runs of up to W one-column groups side by side
-            Dr_all.append(drain_runs(ext0["K"] * ext0["Y"], union["X"], W) + timing.drain_latency_cycles)
+            Dr_all.append(drain_runs(ext0["K"] * ext0["Y"], union["X"], W) + timing.drain_wait_cycles)
         else:
-            Dr_all.append(rows * pe_sum("X", lambda e: drain_runs(1, e, W)) + timing.drain_latency_cycles)
+            Dr_all.append(rows * pe_sum("X", lambda e: drain_runs(1, e, W)) + timing.drain_wait_cycles)
         l1w["input"] += int(np.sum(np.where(changed["input"], in_words, 0)))
         l1w["weight"] += int(np.sum(np.where(changed["weight"], w_words, 0)))
         macs += int(np.sum(pe_sum("K", ident) * pes_c * pe_sum("Y", ident) * pe_sum("X", ident))) * R * S

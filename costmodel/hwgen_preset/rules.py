@@ -19,7 +19,7 @@ from ..workload.problem import CONV_TENSOR_DIMS
 
 __all__ = ["HW_DIMS", "LOOP_DIMS", "OUTPUT_DIMS", "TENSOR_DIMS", "TENSOR_LOOP_DIMS", "ENGINES",
            "TimingConstants", "TIMING", "check_timing", "bounding_engine", "l1_words", "l1_bytes",
-           "input_span", "host_offset_bits", "WORD_BITS", "slot_cycles", "drain_runs", "input_runs", "weight_runs", "load_issue_cycles",
+           "input_span", "host_offset_bits", "WORD_BITS", "slot_cycles", "drain_runs", "drain_latency", "reduction_levels", "input_runs", "weight_runs", "load_issue_cycles",
            "l2_address_bits"]
 
 HW_DIMS = ("K", "C", "Y", "X", "R", "S")
@@ -46,10 +46,19 @@ class TimingConstants:
     min_slot_cycles: int = 2        # a slot lasts at least two cycles, even with nothing to do:
     #                                 no shift in the cycle after one (the first register stage of
     #                                 the next step's quantities: Controller.ahead)
-    load_latency_cycles: int = 1    # L2 read -> NoC -> L1 capture pipeline, after the last issue
-    compute_latency_cycles: int = 1  # the MAC's three stages (read L1, multiply, accumulate):
-    #                                  its last partial-sum write lands a cycle after the last issue
-    drain_latency_cycles: int = 1   # reduction tree -> L2 read-modify-write, after the last issue
+    load_latency_cycles: int = 4    # a cycle at go to take the step's first box, then, after the
+    #                                 last issue, the L2 read, the rotation to lanes and the
+    #                                 broadcast and L1 capture: three register stages
+    compute_latency_cycles: int = 0  # the engine is busy only while it issues: the MAC pipeline
+    #                                  (a broadcast register, read L1, multiply, accumulate)
+    #                                  overlaps the next step's issues (drain_wait_cycles)
+    drain_wait_cycles: int = 2      # a step's drain starts two cycles after its slot's go: the
+    #                                 last partial sums of the step are written by then
+    drain_latency_cycles: int = 3   # the PEs' words selected (a register), the reduction tree (a
+    #                                 register a level), moved to the L2 banks (a register), and
+    #                                 added to the L2 words read two cycles before (the banks and a
+    #                                 register): after the last issue, 3 + max(levels - 1, 0)
+    #                                 cycles with ``levels`` of reduction tree (drain_latency)
     start_cycles: int = 4           # the controller's cycles after start: the odometer runs two
     #                                 steps ahead of the step loaded, so step 0 takes two shifts
     #                                 (each after a cycle of register stage) to reach the loader
@@ -78,6 +87,24 @@ def slot_cycles(longest, timing: TimingConstants):
     """Cycles of a slot whose longest engine is busy ``longest`` cycles (integers or numpy
     arrays): the next slot's ``go`` is registered in that engine's last busy cycle."""
     return np.maximum(longest + timing.slot_overhead_cycles, timing.min_slot_cycles)
+
+
+def reduction_levels(s) -> int:
+    """Levels of the drain's reduction tree: ``ceil(log2)`` of the PEs that share an output (the
+    levels whose spatial dimension is a reduction one)."""
+    shared = 1
+    for lv, n in enumerate((s.n0, s.n1)):
+        if s.reduction_spatial[lv]:
+            shared *= n
+    return (shared - 1).bit_length()
+
+
+def drain_latency(s, timing: TimingConstants | None = None) -> int:
+    """Cycles the drain stays busy after its last issue, for structure ``s``: the timing's
+    ``drain_latency_cycles`` (no tree, or a one-level tree) plus a cycle for each further level
+    of the reduction tree."""
+    timing = TIMING if timing is None else timing
+    return timing.drain_latency_cycles + max(reduction_levels(s) - 1, 0)
 
 
 def drain_runs(rows, run, words_per_cycle: int):

@@ -21,6 +21,7 @@ from .rules import (
     TimingConstants,
     bounding_engine,
     check_timing,
+    drain_latency,
     drain_runs,
     input_runs,
     input_span,
@@ -153,7 +154,7 @@ def step_costs(s: HwStructure, t: LayerTiles, step: Step, loaded: tuple[str, ...
         for g in _groups(s, t, step):
             k, y, x = (_extent(s, t, step, LOOP_DIMS.index(d), g)[1] for d in OUTPUT_DIMS)
             runs += drain_runs(k * y, x, w)
-    drain = runs + timing.drain_latency_cycles
+    drain = runs + timing.drain_wait_cycles
     return {"load": load, "compute": compute, "drain": drain}
 
 
@@ -184,7 +185,7 @@ def schedule_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TI
         total += cycles
         if 1 <= k <= n:
             bound[bounding_engine(parts)] += cycles
-    total += timing.start_cycles
+    total += timing.start_cycles + drain_latency(s, timing)   # the last drain's writes land
     return {"cycles": total, "steps": n, "load_cycles": sum(loads), "compute_cycles": sum(computes),
             "drain_cycles": sum(drains), "bound_cycles": bound}
 
