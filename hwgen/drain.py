@@ -24,6 +24,10 @@ from .l2 import L2
 
 __all__ = ["Drain", "drain_lanes"]
 
+#: What the drain keeps of a group: its tile's extents and their flags (``K``, ``Y``: one row;
+#: ``X``: one run of the drain).
+GROUP_FIELDS = (("K", COORD), ("Y", COORD), ("X", COORD), ("K_flag", 1), ("Y_flag", 1), ("X_flag", 1))
+
 
 def drain_lanes(s: HwStructure) -> int:
     """Words the drain reads from one PE a cycle: the NoC's ``W``, or fewer when no PE tile has a
@@ -61,36 +65,62 @@ class Drain:
         dk, dy, dx = Signal(COORD, name="dk"), Signal(COORD, name="dy"), Signal(COORD, name="dx")
         d_active = Signal(name="d_active")
         d_tail = Signal(name="d_tail")
-        # the group's offsets from the step's b0 + r1, counted (g0 * T0, g1 * T1 along the
-        # levels' spatial dimensions), so the group's tile takes no multiplier
-        o0, o1 = Signal(COORD, name="dr_ofs0"), Signal(COORD, name="dr_ofs1")
-        T0s = g.T0[sp0] if sp0 is not None else Const(0, COORD)
-        T1s = g.T1[sp1] if sp1 is not None else Const(0, COORD)
-
-        def group_tile(a0, a1, tag):
-            return [g.tile_at(dr, di, a0 if sp0 == d else Const(0, COORD), a1 if sp1 == d else Const(0, COORD), tag)
-                    for di, d in enumerate(LOOP_DIMS)]
-
-        # the group's tile extents (K, Y, X), registers: the first group's from the step's
-        # positions at the shift, the next group's from the counted offsets when it starts
+        # the group's tile extents (K, Y, X), registers: the first group's taken at the shift,
+        # the next group's when it starts, from the step's extents of every group (registers of
+        # the dr step, Controller.ahead, with whether each is empty): no arithmetic when a group
+        # ends, whose decision feeds the controller's shift
         g_ext = {d: Signal(COORD, name=f"dr_g_ext_{d}") for d in ("K", "Y", "X")}
-
-        def extents(tile):
-            return {d: tile[LOOP_DIMS.index(d)][1] for d in g_ext}
-
-        def valid_group(tile):
-            return Cat(*[e > 0 for _, e in tile]).all()
-
-        has_g1 = not red1 and s.spatial[1] is not None and n1 > 1
-        has_g0 = not red0 and s.spatial[0] is not None and n0 > 1
-        tile_g1 = group_tile(o0, o1 + T1s, "g1n") if has_g1 else None
-        tile_g0 = group_tile(o0 + T0s, Const(0, COORD), "g0n") if has_g0 else None
-        next_g1_ok = wire(m, (g1 + 1 < n1) & valid_group(tile_g1), "dr_next_g1_ok") if has_g1 else Const(0)
-        next_g0_ok = wire(m, (g0 + 1 < n0) & valid_group(tile_g0), "dr_next_g0_ok") if has_g0 else Const(0)
-        # (the step's, as it moves from cp into dr at the shift)
-        first = {d: ctl.ahead(m, "cp", f"dr_first_{d}", *g.pe_tile_stages(LOOP_DIMS.index(d), 0, 0)) for d in g_ext}
         lanes, banks = collection_lanes(s), s.noc_words_per_cycle
         lg = (banks - 1).bit_length()
+
+        def with_flags(e):
+            """An extent and what the walk asks of it: not empty; one row (K, Y) or one run (X) only."""
+            return {"n": e, "nz": e != 0, "one": e <= 1, "fits": e <= lanes}
+
+        def flags_of(ext):
+            return {"K": ext["K"]["one"], "Y": ext["Y"]["one"], "X": ext["X"]["fits"]}
+        has_g1 = not red1 and s.spatial[1] is not None and n1 > 1 and s.drain_across_groups is None
+        has_g0 = not red0 and s.spatial[0] is not None and n0 > 1 and s.drain_across_groups is None
+        G0, G1 = range(n0 if has_g0 else 1), range(n1 if has_g1 else 1)
+        per_group = {}
+        if has_g0 or has_g1:
+            for u0 in G0:
+                for u1 in G1:
+                    if (u0, u1) == (0, 0):
+                        continue
+                    ext = {d: ctl.ahead(m, "dr", f"dr_ext_{d}_{u0}_{u1}", *g.pe_tile_stages(LOOP_DIMS.index(d), u0, u1),
+                                        with_flags) for d in g_ext}
+                    per_group[u0, u1] = ({**{d: e["n"] for d, e in ext.items()},
+                                          **{f"{d}_flag": f for d, f in flags_of(ext).items()}},
+                                         Cat(*[e["nz"] for e in ext.values()]).all())
+
+        def pick_group(index, options, width):
+            """``options[i]`` for ``index == i`` (0 past the end): a mux tree on the counter."""
+            padded = list(options) + [Const(0, width)] * (2 ** len(index) - len(options))
+            return Cat(*padded[:2 ** len(index)]).word_select(index, width) if len(options) > 1 else options[0]
+        g0_bits, g1_bits = max(1, (len(G0) - 1).bit_length()), max(1, (len(G1) - 1).bit_length())
+        g0i, g1i = g0[:g0_bits], g1[:g1_bits]
+
+        if has_g1:
+            ok_g1 = [pick_group(g1i, [per_group[u0, u1 + 1][1] if u1 + 1 in G1 else Const(0) for u1 in G1], 1)
+                     for u0 in G0]
+            next_g1_ok = wire(m, pick_group(g0i, ok_g1, 1), "dr_next_g1_ok")
+            ext_g1 = {d: wire(m, pick_group(g0i, [pick_group(g1i, [per_group[u0, u1 + 1][0][d] if u1 + 1 in G1
+                                                                   else Const(0, w) for u1 in G1], w)
+                                                  for u0 in G0], w), f"dr_next_g1_{d}", w) for d, w in GROUP_FIELDS}
+        else:
+            next_g1_ok, ext_g1 = Const(0), None
+        if has_g0:
+            next_g0_ok = wire(m, pick_group(g0i, [per_group[u0 + 1, 0][1] if u0 + 1 in G0 else Const(0) for u0 in G0], 1),
+                              "dr_next_g0_ok")
+            ext_g0 = {d: wire(m, pick_group(g0i, [per_group[u0 + 1, 0][0][d] if u0 + 1 in G0 else Const(0, w)
+                                                  for u0 in G0], w), f"dr_next_g0_{d}", w) for d, w in GROUP_FIELDS}
+        else:
+            next_g0_ok, ext_g0 = Const(0), None
+        # (the step's, as it moves from cp into dr at the shift)
+        first_ext = {d: ctl.ahead(m, "cp", f"dr_first_{d}", *g.pe_tile_stages(LOOP_DIMS.index(d), 0, 0), with_flags)
+                     for d in g_ext}
+        first = {**{d: e["n"] for d, e in first_ext.items()}, **{f"{d}_flag": f for d, f in flags_of(first_ext).items()}}
         # the drain starts DRAIN_WAIT (2) cycles after go: the last partial sums of its step,
         # issued at the end of the slot before, are written by then (the PE forwards the last)
         assert TIMING.drain_wait_cycles == 2
@@ -103,21 +133,27 @@ class Drain:
         t = s.pe_tile_max
         across = s.drain_across_groups
         psums = [[] for _ in range(lanes)]            # the reduction tree's inputs, per lane
+        # Where the walk is, as registers worked out when its counters move (and at a group's
+        # start from its extents' flags), so the drain's last issue is known from registers: it
+        # feeds the controller's shift.  ``left``: the words (or groups) left in the run's row.
+        x_end, y_end, k_end = (Signal(name=f"dr_{n}_end") for n in ("x", "y", "k"))
+        left = Signal(COORD, name="dr_left")
         if across is None:
-            x_last = wire(m, dx + lanes >= g_ext["X"], "x_last")
-            left = wire(m, (g_ext["X"] - dx)[:COORD], "dr_left", COORD)
+            x_last = x_end
             more_groups = Const(0)
         else:
             # dx counts groups (group 0 is the walk's only g0, g1): a run is groups dx .. dx+len-1,
             # one output column each, for every (k, y) of their tile, then the next run
-            groups = ctl.ahead(m, "dr", "dr_groups", *g.union_stages(3), lambda u: u["ext"])
+            groups_cp = ctl.ahead(m, "cp", "dr_groups", *g.union_stages(3),
+                                  lambda u: {"n": u["ext"], "more": u["ext"] > lanes})
+            groups = ctl.later(m, groups_cp, "cp")            # (the dr step's)
             x_last = Const(1)
-            left = wire(m, (groups - dx)[:COORD], "dr_left", COORD)
-            more_groups = wire(m, dx + lanes < groups, "dr_more_groups")
+            more_groups = Signal(name="dr_more_groups")
             next_g0_ok = next_g1_ok = Const(0)
-        y_last = wire(m, x_last & (dy + 1 >= g_ext["Y"]), "y_last")
-        k_last = wire(m, y_last & (dk + 1 >= g_ext["K"]), "k_last")
+        y_last = wire(m, x_last & y_end, "y_last")
+        k_last = wire(m, y_last & k_end, "k_last")
         length = wire(m, Mux(left < lanes, left, lanes), "dr_len", range(lanes + 1))
+        g_flag = {d: Signal(name=f"dr_g_{d}_flag") for d in ("K", "Y", "X")}   # the group's extents' flags
         # the output address, counted: ``base`` (the step's first output, a register of the dr
         # descriptor: Controller.ahead) + ``rel`` (the run's row from it) + dx, where ``rel``
         # restarts from ``k_rel`` (the group's row of this k) and ``k_rel`` from ``grp`` (the
@@ -133,6 +169,8 @@ class Drain:
             return {"k": (p["k"] * dydx)[:OB], "y": (p["y"] * D["X"])[:OB], "x": p["x"][:OB]}
         # in stages (Controller.ahead): the step's start, the products, their sum
         base = ctl.ahead(m, "dr", "out_base", step_start, step_terms, lambda t: (t["k"] + t["y"] + t["x"])[:OB])
+        T0s = g.T0[sp0] if sp0 is not None else Const(0, COORD)
+        T1s = g.T1[sp1] if sp1 is not None else Const(0, COORD)
         unit_step = [g.static((T * dim_stride[d])[:OB], f"out_unit{lv}", OB) if d in dim_stride else Const(0, OB)
                      for lv, (T, d) in enumerate(((T0s, sp0), (T1s, sp1)))]
         rel, k_rel, grp, g0_rel = (Signal(OB, name=n) for n in ("dr_rel", "dr_k_rel", "dr_grp", "dr_g0_rel"))
@@ -141,40 +179,55 @@ class Drain:
         dr_local, loc_k = Signal(COORD, name="dr_local"), Signal(COORD, name="dr_loc_k")
         row_words, k_words = (t["X"], t["Y"] * t["X"]) if across is None else (1, t["Y"])
         final = wire(m, k_last & ~more_groups & ~next_g1_ok & ~next_g0_ok, "dr_final")   # (sets d_tail)
+
+        def start_group(src):
+            """A group starts (its counters at 0): its extents, their flags, the walk's flags."""
+            return ([g_ext[d].eq(src[d]) for d in g_ext] + [g_flag[d].eq(src[f"{d}_flag"]) for d in g_flag]
+                    + [k_end.eq(src["K_flag"]), y_end.eq(src["Y_flag"])]
+                    + ([x_end.eq(src["X_flag"]), left.eq(src["X"])] if across is None else []))
         with m.If(d_issue):
             m.d.sync += d_active.eq(1)
             with m.If(~x_last):
-                m.d.sync += [dx.eq(dx + lanes), dr_local.eq(dr_local + lanes)]
+                m.d.sync += [dx.eq(dx + lanes), dr_local.eq(dr_local + lanes),
+                             x_end.eq(dx + 2 * lanes >= g_ext["X"]), left.eq(left - lanes)]
             with m.Elif(~y_last):
-                m.d.sync += [dx.eq(0), dy.eq(dy + 1), rel.eq(rel + dim_stride["Y"])]
+                m.d.sync += [dy.eq(dy + 1), rel.eq(rel + dim_stride["Y"]), y_end.eq(dy + 2 >= g_ext["Y"])]
                 if across is None:      # (the row's start: dr_local - dx)
-                    m.d.sync += dr_local.eq(dr_local - dx + row_words)
-                else:
+                    m.d.sync += [dx.eq(0), dr_local.eq(dr_local - dx + row_words), x_end.eq(g_flag["X"]),
+                                 left.eq(g_ext["X"])]
+                else:                   # (the same run of groups)
                     m.d.sync += dr_local.eq(dr_local + row_words)
             with m.Elif(~k_last):
-                m.d.sync += [dx.eq(0), dy.eq(0), dk.eq(dk + 1), rel.eq(k_rel + dydx), k_rel.eq(k_rel + dydx),
-                             dr_local.eq(loc_k + k_words), loc_k.eq(loc_k + k_words)]
+                m.d.sync += [dy.eq(0), dk.eq(dk + 1), rel.eq(k_rel + dydx), k_rel.eq(k_rel + dydx),
+                             dr_local.eq(loc_k + k_words), loc_k.eq(loc_k + k_words),
+                             k_end.eq(dk + 2 >= g_ext["K"]), y_end.eq(g_flag["Y"])]
+                if across is None:
+                    m.d.sync += [dx.eq(0), x_end.eq(g_flag["X"]), left.eq(g_ext["X"])]
             with m.Elif(more_groups):
                 m.d.sync += [dy.eq(0), dk.eq(0), dx.eq(dx + lanes), rel.eq(grp), k_rel.eq(grp),  # the next run of groups
-                             dr_local.eq(0), loc_k.eq(0)]
+                             dr_local.eq(0), loc_k.eq(0), left.eq(left - lanes),
+                             k_end.eq(g_flag["K"]), y_end.eq(g_flag["Y"])]
+                if across is not None:
+                    m.d.sync += more_groups.eq(dx + 2 * lanes < groups["n"])
             with m.Else():
                 m.d.sync += [dx.eq(0), dy.eq(0), dk.eq(0), dr_local.eq(0), loc_k.eq(0)]
                 with m.If(next_g1_ok):
                     nxt = grp + unit_step[1]
-                    m.d.sync += [g1.eq(g1 + 1), o1.eq(o1 + T1s), grp.eq(nxt), k_rel.eq(nxt), rel.eq(nxt)]
-                    m.d.sync += [g_ext[d].eq(e) for d, e in extents(tile_g1).items()] if has_g1 else []
+                    m.d.sync += [g1.eq(g1 + 1), grp.eq(nxt), k_rel.eq(nxt), rel.eq(nxt)]
+                    m.d.sync += start_group(ext_g1) if has_g1 else []
                 with m.Elif(next_g0_ok):
                     nxt = g0_rel + unit_step[0]
-                    m.d.sync += [g1.eq(0), g0.eq(g0 + 1), o1.eq(0), o0.eq(o0 + T0s),
-                                 g0_rel.eq(nxt), grp.eq(nxt), k_rel.eq(nxt), rel.eq(nxt)]
-                    m.d.sync += [g_ext[d].eq(e) for d, e in extents(tile_g0).items()] if has_g0 else []
+                    m.d.sync += [g1.eq(0), g0.eq(g0 + 1), g0_rel.eq(nxt), grp.eq(nxt), k_rel.eq(nxt), rel.eq(nxt)]
+                    m.d.sync += start_group(ext_g0) if has_g0 else []
                 with m.Else():
-                    m.d.sync += [g0.eq(0), g1.eq(0), o0.eq(0), o1.eq(0), d_tail.eq(1),
+                    m.d.sync += [g0.eq(0), g1.eq(0), d_tail.eq(1),
                                  g0_rel.eq(0), grp.eq(0), k_rel.eq(0), rel.eq(0)]
         with m.Elif(d_tail):
             m.d.sync += [d_tail.eq(0), d_active.eq(0)]
         with m.If(ctl.shift):       # (the drain is idle or in its last busy cycle then)
-            m.d.sync += [g_ext[d].eq(e) for d, e in first.items()]
+            m.d.sync += start_group(first)
+            if across is not None:  # (the step's groups, as it moves into dr)
+                m.d.sync += [left.eq(groups_cp["n"]), more_groups.eq(groups_cp["more"])]
         out_addr = wire(m, (base + rel + dx)[:OB], "out_addr", OB)
         # Each lane's words, one per reduction position (the PEs of the other levels' groups
         # are one-hot: an OR of masked words selects the group's), registered; then the
