@@ -1,11 +1,11 @@
 """Helpers every part of the generated hardware shares: the coordinate width, named wires, and
-the tile arithmetic of :mod:`costmodel.hwgen_preset` (``walk._extent``) in hardware."""
+constant multiples (shifts and adds) and input spans without a multiplier."""
 
 from __future__ import annotations
 
 from amaranth.hdl import Const, Module, Mux, Signal, Value
 
-__all__ = ["COORD", "wire", "smaller", "span", "tile_extent", "times"]
+__all__ = ["COORD", "wire", "span", "times"]
 
 COORD = 16          # bits of a coordinate or extent
 
@@ -43,18 +43,3 @@ def span(n, stride, filt, max_stride: int):
     for k in reversed(range(1, max_stride)):
         prod = Mux(stride == k, times(k, n1), prod)
     return prod + filt
-
-
-def smaller(a, b):
-    return Mux(a < b, a, b)
-
-
-def tile_extent(m: Module, tag: str, b0, r1, T0, T1, D, off0, off1):
-    """(start, extent) of one loop dimension for a unit whose tile starts ``off0`` (its cluster's
-    offset, ``u0 * T0`` when the dimension is spread across clusters, else 0) and ``off1`` (its
-    offset inside the cluster) from the step's ``b0 + r1``."""
-    base = wire(m, b0 + off0, f"{tag}_base", COORD + 1)
-    start = wire(m, base + r1 + off1, f"{tag}_start", COORD + 1)
-    end = wire(m, smaller(smaller(start + T1, base + T0), D), f"{tag}_end", COORD + 1)
-    ext = wire(m, Mux(end > start, end - start, 0), f"{tag}_ext", COORD)
-    return start[:COORD], ext

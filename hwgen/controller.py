@@ -14,7 +14,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from costmodel.hwgen_preset.rules import LOOP_DIMS, OUTPUT_DIMS, TENSOR_LOOP_DIMS
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, smaller, wire
+from .common import COORD, wire
 from .geometry import Desc, Geometry
 
 __all__ = ["Controller"]

@@ -12,7 +12,7 @@ from amaranth.hdl import Const, Module, Mux, Signal, Value
 from costmodel.hwgen_preset.rules import LOOP_DIMS
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, smaller, tile_extent, times, wire
+from .common import COORD, times, wire
 
 __all__ = ["CONFIG_REGS", "Desc", "Geometry"]
 
@@ -92,8 +92,8 @@ class Geometry:
         """The extent of loop dim ``di`` of the unit whose tile starts ``off0 + off1`` from the
         step's ``b0 + r1`` (:meth:`offsets`), as three stages for :meth:`Controller.ahead`
         (``a1(desc)``, ``a2``, ``b1``): ``min(T1, T0 - (r1 + off1), D - start)``, at least 0,
-        with ``start = b0 + r1 + off0 + off1``; the same as :meth:`tile_at`, about two carry
-        chains a stage."""
+        with ``start = b0 + r1 + off0 + off1`` (``walk._extent``), about two carry chains a
+        stage."""
         d = LOOP_DIMS[di]
         T0, T1, D = self.T0[d], self.T1[d], self.D[d]
 
@@ -119,7 +119,7 @@ class Geometry:
         one): ``start = b0 + r1``, extent
         ``min(X0 - r1, X1, D - start)`` where ``X0`` is ``n0 * T0`` if level 0 spreads the
         dimension (and then no ``X1``), else ``T0``, and ``X1`` is ``n1 * T1`` if level 1 spreads
-        it, else ``T1``: the same as :meth:`union`."""
+        it, else ``T1`` (``walk._union``)."""
         s, d = self.s, LOOP_DIMS[di]
         T0, T1, D = self.T0[d], self.T1[d], self.D[d]
 
@@ -136,24 +136,3 @@ class Geometry:
         def a2(p):
             return {"start": p["start"], "ext": Mux(p["q"] < p["b"], p["q"], p["b"])}
         return a1, a2
-
-    def tile_at(self, desc: Desc, di: int, off0, off1, tag: str):
-        """(start, extent) of loop dim di for the unit whose tile starts ``off0 + off1`` from
-        the step's ``b0 + r1`` (:meth:`offsets`; the drain counts them for its group)."""
-        d = LOOP_DIMS[di]
-        return tile_extent(self.m, f"{desc.valid.name[:2]}_{d}_{tag}", desc.b0[di], desc.r1[di], self.T0[d],
-                           self.T1[d], self.D[d], off0, off1)
-
-    def union(self, desc: Desc, di: int):
-        """(start, extent) of loop dim di over all PEs in the step of desc."""
-        m, s = self.m, self.s
-        d = LOOP_DIMS[di]
-        T0, T1, D = self.T0[d], self.T1[d], self.D[d]
-        start = wire(m, desc.b0[di] + desc.r1[di], f"u_{d}_start", COORD)
-        if s.spatial[0] == d:
-            end = smaller(desc.b0[di] + self.scaled(0, d, s.n0), D)
-        elif s.spatial[1] == d:
-            end = smaller(smaller(start + self.scaled(1, d, s.n1), desc.b0[di] + T0), D)
-        else:
-            end = smaller(smaller(start + T1, desc.b0[di] + T0), D)
-        return start, wire(m, (end - start)[:COORD], f"u_{d}_ext", COORD)
