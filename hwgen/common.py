@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from amaranth.hdl import Const, Module, Mux, Signal, Value
 
-__all__ = ["COORD", "wire", "span", "times"]
+__all__ = ["COORD", "wire", "registered", "span", "times"]
 
 COORD = 16          # bits of a coordinate or extent
 
@@ -17,6 +17,14 @@ def wire(m: Module, expr, name: str, shape=None) -> Signal:
     sig = Signal(shape if shape is not None else value.shape(), name=name)
     m.d.comb += sig.eq(value)
     return sig
+
+
+def registered(m: Module, expr, name: str, shape=None) -> Signal:
+    """``expr`` as a named register (the value of the cycle before), like :func:`wire`."""
+    value = Value.cast(expr)
+    reg = Signal(shape if shape is not None else value.shape(), name=name)
+    m.d.sync += reg.eq(value)
+    return reg
 
 
 def times(k: int, x):

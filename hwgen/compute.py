@@ -13,7 +13,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from costmodel.hwgen_preset.rules import TIMING, input_span, l1_words
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, times, wire
+from .common import COORD, registered, times, wire
 from .controller import Controller
 from .geometry import Geometry
 
@@ -81,9 +81,7 @@ class Compute:
             "a broadcast register and the PE's three-stage MAC (hwgen/pe.py)"
 
         def bcast(value, name):
-            reg = Signal.like(value, name=name)
-            m.d.sync += reg.eq(value)
-            return reg
+            return registered(m, value, name)
         issue_r = bcast(c_issue, "c_issue_r")
         rd_in = [bcast(a, f"rd_in{j}_r") for j, a in enumerate(rd_in)]
         rd_w = [bcast(a, f"rd_w{j}_r") for j, a in enumerate(rd_w)]

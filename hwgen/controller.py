@@ -14,7 +14,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from costmodel.hwgen_preset.rules import LOOP_DIMS, OUTPUT_DIMS, TENSOR_LOOP_DIMS
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, wire
+from .common import COORD, registered, wire
 from .geometry import Desc, Geometry
 
 __all__ = ["Controller"]
@@ -64,10 +64,7 @@ class Controller:
             """``expr`` of the odometer's and the descriptors' registers, as a register computed
             in every cycle: they change only at a shift (or ``start``) and are not read for the
             next one until two cycles later (``hold``), so it is right whenever it is read."""
-            value = Value.cast(expr)
-            reg = Signal(value.shape(), name=name)
-            m.d.sync += reg.eq(value)
-            return reg
+            return registered(m, expr, name)
 
         new_in = settled(~ld.valid | tensor_differs(pre, ld, TENSOR_LOOP_DIMS["input"]), "new_in")
         new_w = settled(~ld.valid | tensor_differs(pre, ld, TENSOR_LOOP_DIMS["weight"]), "new_w")

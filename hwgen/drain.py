@@ -16,7 +16,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, drain_latency, reduction_levels
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, wire
+from .common import COORD, registered, wire
 from .controller import Controller
 from .geometry import Geometry
 from .hostbus import HostBus
@@ -251,9 +251,7 @@ class Drain:
                          pe.dr_len.eq(length if across is None else 1)]
 
         def reg(value, name, shape=signed(32)):
-            r = Signal(shape, name=name)
-            m.d.sync += r.eq(value)
-            return r
+            return registered(m, value, name, shape)
         values = []
         for j, by_key in enumerate(terms):
             level = [reg(_or(words), f"dr_sel{j}") for _, words in sorted(by_key.items())]
