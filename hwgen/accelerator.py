@@ -138,15 +138,20 @@ class _PerClass:
 
     def _delta(self, name: str, u0: int, u1: int):
         """(the PE's first word of ``name`` - lane 0's address) mod 2**A, a register: the class's
-        first word is the box's plus its units' steps (static), and lane 0's is the box's plus
-        the issue's offset in it (``issue_rel``), so the difference is taken a cycle before the lanes, from
-        registers, and is ready with the lanes a cycle later."""
+        first word is the box's plus its units' steps (a static register), and lane 0's is the
+        box's plus the issue's offset in it (``issue_rel``), so the difference is taken two
+        cycles before the lanes, from registers; the PE adds its rows' offsets to it and
+        registers where each row is on the lanes, ready with them."""
         loader, m, A = self.loader, self.m, self.A
         k0, k1 = self._unit_key(tuple(loader.strides[name]), u0, u1)
 
         def make():
+            first = [x for x in (self._step_times(name, 0, k0), self._step_times(name, 1, k1)) if not isinstance(x, int)]
+            if len(first) == 2:
+                first = [self._once(("first", name, k0, k1),
+                                    lambda: self.g.static((first[0] + first[1])[:A], f"{name}_first_{k0}_{k1}", A))]
             delta = Signal(A, name=f"{name}_delta_{k0}_{k1}")
-            m.d.sync += delta.eq((self._step_times(name, 0, k0) + self._step_times(name, 1, k1) - loader.issue_rel)[:A])
+            m.d.sync += delta.eq(((first[0] if first else 0) - loader.issue_rel)[:A])
             return delta
         return self._once(("delta", name, k0, k1), make)
 
@@ -181,13 +186,13 @@ class _PerClass:
         plane, row = strides["input"]["C"], g.cfg["in_cols"]
         for c in range(t["C"]):
             for y in range(pe.in_rows):
-                self.rows[f"in_ofs_{c}_{y}"] = g.static((c * plane + y * row + (pe.in_cols - 1))[:A], f"in_ofs_{c}_{y}", A)
+                self.rows[f"in_ofs_{c}_{y}"] = g.static_sum([(c, plane), (y, row), pe.in_cols - 1], f"in_ofs_{c}_{y}", A)
         crs, rs = strides["weight"]["K"], strides["weight"]["C"]
         for k in range(t["K"]):
             for c in range(t["C"]):
                 for r in range(t["R"]):
-                    self.rows[f"w_ofs_{k}_{c}_{r}"] = g.static((k * crs + c * rs + r * g.S + (t["S"] - 1))[:A],
-                                                               f"w_ofs_{k}_{c}_{r}", A)
+                    self.rows[f"w_ofs_{k}_{c}_{r}"] = g.static_sum([(k, crs), (c, rs), (r, g.S), t["S"] - 1],
+                                                                   f"w_ofs_{k}_{c}_{r}", A)
 
     def wire_pe(self, pe, u0: int, u1: int, template: PE) -> None:
         """One PE's ports."""

@@ -40,21 +40,26 @@ class Compute:
     def build(cls, m: Module, s: HwStructure, g: Geometry, ctl: Controller) -> "Compute":
         cp = ctl.cp
         # the step's extents, and whether each is at most 1 (a counter at 0 is then at its end)
-        cp_ext = [ctl.ahead(m, "cp", f"cp_ext_{di}", *g.pe_tile_stages(di, 0, 0), lambda e: {"n": e, "one": e <= 1})
+        ld_ext = [ctl.ahead(m, "ld", f"cp_ext_{di}", *g.pe_tile_stages(di, 0, 0), lambda e: {"n": e, "one": e <= 1})
                   for di in range(4)]
+        cp_ext = [ctl.later(m, e, "cp") for e in ld_ext]
         c_active = Signal(name="c_active")
-        rs = g.static(g.R * g.S, "filt_rs", COORD)
+        rs = g.rs
         mac = {n: Signal(COORD, name=f"mac_{n}") for n in ORDER}
         bounds = dict(zip(ORDER, [e["n"] for e in cp_ext] + [rs]))
         steps_by = {"k": 1, "c": 1, "y": 1, "x": 1, "f": s.simd_lanes}   # the lanes take simd filter positions
         # Whether each counter is at its end (its next value would reach its bound) is a
-        # register, worked out when the counter moves (and from the step's extents at go, when
-        # every counter is at 0), so the engine's last issue is known from registers: it feeds
-        # the controller's shift, whose fanout is wide.
-        first_end = dict(zip(ORDER, [e["one"] for e in cp_ext] + [g.static(rs <= s.simd_lanes, "filt_one_issue", 1)]))
+        # register, worked out when the counter moves, so the engine's last issue is known from
+        # registers: it feeds the controller's shift, whose fanout is wide.  While the engine
+        # is idle, and at its last issue, the flags follow the step in ld (whether each extent
+        # is at most 1), which is the step computed from the next go on: so they are right at
+        # go too, with no choice made by go.
+        one_issue = g.static(rs <= s.simd_lanes, "filt_one_issue", 1)
+        first_end = dict(zip(ORDER, [e["one"] for e in cp_ext] + [one_issue]))
+        next_end = dict(zip(ORDER, [e["one"] for e in ld_ext] + [one_issue]))
         end_r = {n: Signal(name=f"mac_{n}_end") for n in ORDER}
-        at_end = {n: wire(m, Mux(ctl.go, first_end[n], end_r[n]), f"mac_{n}_at_end") for n in ORDER}
-        c_issue = wire(m, (ctl.go & cp.valid) | c_active, "c_issue")
+        at_end = end_r
+        c_issue = wire(m, ctl.go_compute | c_active, "c_issue")
         c_wrap = [Const(1)]
         for n in reversed(ORDER):
             c_wrap.append(wire(m, c_wrap[-1] & at_end[n], f"c_wrap_{n}"))
@@ -68,8 +73,8 @@ class Compute:
                     m.d.sync += [mac[n].eq(mac[n] + steps_by[n]), end_r[n].eq(mac[n] + 2 * steps_by[n] >= bounds[n])]
                 with m.Elif(inner):
                     m.d.sync += [mac[n].eq(0), end_r[n].eq(first_end[n])]
-                with m.Else():
-                    m.d.sync += end_r[n].eq(at_end[n])
+        with m.If(~c_issue | c_wrap[-1]):       # idle, or the last issue
+            m.d.sync += [end_r[n].eq(next_end[n]) for n in ORDER]
         rd_in, rd_w, rd_on, ps_addr = cls._addresses(m, s, g, mac, rs, c_issue, bumps)
         # What the PEs are told is registered before the broadcast (its wires reach every PE),
         # the banks of the step computed with it, so they see an issue a cycle after it: the

@@ -14,7 +14,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from costmodel.hwgen_preset.rules import LOOP_DIMS, OUTPUT_DIMS, TENSOR_LOOP_DIMS
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, registered, wire
+from .common import COORD, registered, times, wire
 from .geometry import Desc, Geometry
 
 __all__ = ["Controller"]
@@ -26,6 +26,9 @@ class Controller:
     done: Signal
     cycles: Signal          # start to done
     go: Signal              # a slot starts: every engine takes its descriptor
+    go_load: Signal         # ... and the step loaded has a tensor to load (go & ld.valid & (ld_in | ld_w))
+    go_compute: Signal      # ... and there is a step to compute (go & cp.valid)
+    go_drain: Signal        # ... and the step drained ends its output tile (go & dr.valid & dr.ends)
     ld: Desc                # the step being loaded
     cp: Desc                # the step being computed
     dr: Desc                # the step being drained
@@ -40,7 +43,7 @@ class Controller:
         """The controller's registers; :meth:`elaborate` adds its logic once the host bus (which
         reads them and gives ``start``) exists."""
         return cls(Signal(name="running"), Signal(name="done"), Signal(32, name="cycles"), Signal(name="go"),
-                   Desc.named("ld"), Desc.named("cp"), Desc.named("dr"), Signal(name="engines_continue"),
+                   Signal(name="go_load"), Signal(name="go_compute"), Signal(name="go_drain"), Desc.named("ld"), Desc.named("cp"), Desc.named("dr"), Signal(name="engines_continue"),
                    Signal(name="flushing"))
 
     def elaborate(self, m: Module, s: HwStructure, g: Geometry, start: Signal) -> None:
@@ -70,53 +73,78 @@ class Controller:
         new_w = settled(~ld.valid | tensor_differs(pre, ld, TENSOR_LOOP_DIMS["weight"]), "new_w")
         ld_ends = settled(~pre.valid | tensor_differs(pre, ld, OUTPUT_DIMS), "ld_ends")
         cp_ends = wire(m, ~ld.valid | tensor_differs(ld, cp, OUTPUT_DIMS), "cp_ends_now")
-        work = settled(more | pre.valid | ld.valid | (cp.valid & cp_ends), "work")
+        work_now = wire(m, more | pre.valid | ld.valid | (cp.valid & cp_ends), "work_now")
+        work = settled(work_now, "work")
         cp_ends = settled(cp_ends, "cp_ends")
         # ``hold``: the cycle after start or after a shift, when the first register stage of
         # the quantities (:meth:`ahead`) and the settled flags are computed from the new
-        # positions: no shift then (MIN_SLOT = 2; docs/timing.md)
+        # positions: no shift then (MIN_SLOT = 2; docs/timing.md).  ``ready``: running, not
+        # held and with work, a register (the descriptors, which ``work`` reads, change only at
+        # a shift or start), so the shift, whose fanout is the widest, is a few gates from
+        # registers: ready and no engine busy next cycle.
         hold = Signal(name="hold")
-        self.shift = wire(m, self.running & ~start & ~hold & ~self.engines_continue & work, "shift")
-        m.d.sync += hold.eq(start | self.shift)
+        ready = Signal(name="ready")
+        self.shift = wire(m, ready & ~start & ~self.engines_continue, "shift")
+        m.d.sync += [hold.eq(start | self.shift), ready.eq(self.running & ~start & ~self.shift & work_now)]
         self.pos = Desc(wire(m, more, "pos_valid"), pos_b0, pos_r1, *[Signal(name=f"pos_{f}") for f in
                         ("bank_in", "bank_w", "bank_ps", "ld_in", "ld_w", "ends")])
 
         # advance of the odometer, in two stages: each loop's position plus its step and whether
-        # that is inside its bound are settled registers; the carry chain runs at the shift
+        # that is inside its bound are settled registers; the carry chain runs at the shift.
+        # ``fits`` is one comparison against a static limit: a level-0 loop's ``b0 < D - step``;
+        # a level-1 loop's ``r1 < T0 - step`` and ``b0 + r1 < D - step``, with ``b0 + r1`` a
+        # register of the odometer's (``pos_start``) moved along with its positions
         nxt_b0 = [Signal(COORD, name=f"nxt_b0_{d}") for d in LOOP_DIMS]
         nxt_r1 = [Signal(COORD, name=f"nxt_r1_{d}") for d in LOOP_DIMS]
+        pos_start = [Signal(COORD, name=f"pos_start_{d}") for d in LOOP_DIMS]
+        nxt_start = [Signal(COORD, name=f"nxt_start_{d}") for d in LOOP_DIMS]
         carry = [Signal(name=f"carry{i}") for i in range(len(s.loops) + 1)]
         m.d.comb += [nxt_b0[i].eq(pos_b0[i]) for i in range(4)]
         m.d.comb += [nxt_r1[i].eq(pos_r1[i]) for i in range(4)]
+        m.d.comb += [nxt_start[i].eq(pos_start[i]) for i in range(4)]
         m.d.comb += carry[len(s.loops)].eq(1)
         for idx in reversed(range(len(s.loops))):
             lv, d = s.loops[idx]
             di = LOOP_DIMS.index(d)
             units = (s.n0 if lv == 0 else s.n1) if s.spatial[lv] == d else 1
             step = g.scaled(lv, d, units) if units > 1 else (g.T0[d] if lv == 0 else g.T1[d])
+            # the same step from the configuration alone, for the static limits (one register
+            # stage from the configuration, like ``step``: ready by the first shift)
+            step_cfg = times(units, (g.T0 if lv == 0 else g.T1)[d])
             cur = pos_b0[di] if lv == 0 else pos_r1[di]
             nxt = nxt_b0[di] if lv == 0 else nxt_r1[di]
             plus = settled((cur + step)[:COORD], f"odo_plus{idx}")
             if lv == 0:
-                fits = settled(cur + step < g.D[d], f"odo_fits{idx}")
+                lim = g.static((g.D[d] - step_cfg).as_signed(), f"odo_lim{idx}")
+                fits = settled(cur < lim, f"odo_fits{idx}")
             else:       # inside the level-0 tile and the layer: b0 + r1 + step < min(b0 + T0, D)
-                fits = settled((cur + step < g.T0[d]) & (pos_b0[di] + cur + step < g.D[d]), f"odo_fits{idx}")
+                lim_t = g.static((g.T0[d] - step_cfg).as_signed(), f"odo_lim_t{idx}")
+                lim_d = g.static((g.D[d] - step_cfg).as_signed(), f"odo_lim_d{idx}")
+                fits = settled((cur < lim_t) & (pos_start[di] < lim_d), f"odo_fits{idx}")
+                start_plus = settled((pos_start[di] + step)[:COORD], f"odo_start_plus{idx}")
             with m.If(carry[idx + 1]):
                 with m.If(fits):
                     m.d.comb += nxt.eq(plus)
+                    if lv == 1:
+                        m.d.comb += nxt_start[di].eq(start_plus)
                 with m.Else():
                     m.d.comb += [nxt.eq(0), carry[idx].eq(1)]
+                    if lv == 1:     # r1 back to 0 (and b0 moved on, or not, by the outer loops)
+                        m.d.comb += nxt_start[di].eq(nxt_b0[di])
         last = carry[0]
 
         with m.If(start):
             m.d.sync += [self.running.eq(1), self.done.eq(0), self.cycles.eq(0), more.eq(1),
-                         pre.valid.eq(0), ld.valid.eq(0), cp.valid.eq(0), dr.valid.eq(0), go.eq(0)]
-            m.d.sync += [p.eq(0) for p in pos_b0 + pos_r1]
+                         pre.valid.eq(0), ld.valid.eq(0), cp.valid.eq(0), dr.valid.eq(0), go.eq(0),
+                         self.go_load.eq(0), self.go_compute.eq(0), self.go_drain.eq(0)]
+            m.d.sync += [p.eq(0) for p in pos_b0 + pos_r1 + pos_start]
         with m.Elif(self.running):
-            m.d.sync += [self.cycles.eq(self.cycles + 1), go.eq(0)]
+            m.d.sync += [self.cycles.eq(self.cycles + 1), go.eq(0), self.go_load.eq(0), self.go_compute.eq(0),
+                         self.go_drain.eq(0)]
             with m.If(~self.engines_continue):      # this is every engine's last busy cycle
                 with m.If(self.shift):
-                    m.d.sync += go.eq(1)
+                    m.d.sync += [go.eq(1), self.go_load.eq(pre.valid & (new_in | new_w)),
+                                 self.go_compute.eq(ld.valid), self.go_drain.eq(cp.valid & cp_ends)]
                     # dr <- cp, cp <- ld, ld <- pre, pre <- pos, pos <- next
                     m.d.sync += [dr.valid.eq(cp.valid), dr.ends.eq(cp_ends), dr.bank_ps.eq(cp.bank_ps)]
                     m.d.sync += [a.eq(b) for a, b in zip(dr.b0 + dr.r1, cp.b0 + cp.r1)]
@@ -131,7 +159,8 @@ class Controller:
                     m.d.sync += pre.valid.eq(more)
                     m.d.sync += [a.eq(b) for a, b in zip(pre.b0 + pre.r1, pos_b0 + pos_r1)]
                     with m.If(more):
-                        m.d.sync += [a.eq(b) for a, b in zip(pos_b0 + pos_r1, nxt_b0 + nxt_r1)]
+                        m.d.sync += [a.eq(b) for a, b in zip(pos_b0 + pos_r1 + pos_start,
+                                                             nxt_b0 + nxt_r1 + nxt_start)]
                         m.d.sync += more.eq(~last)
                 with m.Elif(~work & ~hold & ~self.flushing):    # (the last writes landed)
                     m.d.sync += [self.running.eq(0), self.done.eq(1)]

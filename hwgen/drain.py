@@ -117,8 +117,8 @@ class Drain:
                                                   for u0 in G0], w), f"dr_next_g0_{d}", w) for d, w in GROUP_FIELDS}
         else:
             next_g0_ok, ext_g0 = Const(0), None
-        # (the step's, as it moves from cp into dr at the shift)
-        first_ext = {d: ctl.ahead(m, "cp", f"dr_first_{d}", *g.pe_tile_stages(LOOP_DIMS.index(d), 0, 0), with_flags)
+        # (the dr step's first group: taken at go, below)
+        first_ext = {d: ctl.ahead(m, "dr", f"dr_first_{d}", *g.pe_tile_stages(LOOP_DIMS.index(d), 0, 0), with_flags)
                      for d in g_ext}
         first = {**{d: e["n"] for d, e in first_ext.items()}, **{f"{d}_flag": f for d, f in flags_of(first_ext).items()}}
         # the drain starts DRAIN_WAIT (2) cycles after go: the last partial sums of its step,
@@ -126,7 +126,7 @@ class Drain:
         assert TIMING.drain_wait_cycles == 2
         # (counted from this slot's go alone: a slot without a drain may last two cycles)
         go_d1, go_d2 = Signal(name="dr_wait_d1"), Signal(name="dr_wait_d2")
-        starts = wire(m, ctl.go & dr.valid & dr.ends, "dr_starts")
+        starts = ctl.go_drain
         m.d.sync += [go_d1.eq(starts), go_d2.eq(go_d1)]
         waiting = wire(m, starts | go_d1, "dr_waiting")
         d_issue = wire(m, go_d2 | (d_active & ~d_tail), "d_issue")
@@ -144,9 +144,8 @@ class Drain:
         else:
             # dx counts groups (group 0 is the walk's only g0, g1): a run is groups dx .. dx+len-1,
             # one output column each, for every (k, y) of their tile, then the next run
-            groups_cp = ctl.ahead(m, "cp", "dr_groups", *g.union_stages(3),
-                                  lambda u: {"n": u["ext"], "more": u["ext"] > lanes})
-            groups = ctl.later(m, groups_cp, "cp")            # (the dr step's)
+            groups = ctl.ahead(m, "dr", "dr_groups", *g.union_stages(3),
+                               lambda u: {"n": u["ext"], "more": u["ext"] > lanes})
             x_last = Const(1)
             more_groups = Signal(name="dr_more_groups")
             next_g0_ok = next_g1_ok = Const(0)
@@ -224,10 +223,13 @@ class Drain:
                                  g0_rel.eq(0), grp.eq(0), k_rel.eq(0), rel.eq(0)]
         with m.Elif(d_tail):
             m.d.sync += [d_tail.eq(0), d_active.eq(0)]
-        with m.If(ctl.shift):       # (the drain is idle or in its last busy cycle then)
+        # The step's first group, taken at go (the drain issues nothing then: its last issue
+        # was at the shift at the latest, and the next comes DRAIN_WAIT cycles later), from the
+        # dr step's registers: the shift, whose fanout is wide, drives none of the drain's logic
+        with m.If(ctl.go):
             m.d.sync += start_group(first)
-            if across is not None:  # (the step's groups, as it moves into dr)
-                m.d.sync += [left.eq(groups_cp["n"]), more_groups.eq(groups_cp["more"])]
+            if across is not None:
+                m.d.sync += [left.eq(groups["n"]), more_groups.eq(groups["more"])]
         out_addr = wire(m, (base + rel + dx)[:OB], "out_addr", OB)
         # Each lane's words, one per reduction position (the PEs of the other levels' groups
         # are one-hot: an OR of masked words selects the group's), registered; then the

@@ -57,18 +57,51 @@ class Geometry:
         self.stride_y, self.stride_x = self.cfg["stride_y"], self.cfg["stride_x"]
         self.R, self.S = self.cfg["R"], self.cfg["S"]
         self._scaled: dict = {}
+        self._products: dict = {}
 
     def static(self, expr, name: str, shape=None) -> Signal:
         """``expr``, arithmetic on the configuration registers (which hold still while the
         accelerator runs), as a register: products like ``in_rows * in_cols`` are then on no
-        path of the run.  One that reads the configuration alone is ready in the cycle after
-        ``start`` (the last configuration write was a cycle before ``start`` at the latest),
-        the first shift of the descriptors; one that reads such registers is ready a cycle
-        later, by the first ``go``.  No static register is deeper (``docs/timing.md``)."""
+        path of the run.  Each is at most one multiplier or about two carry chains deep, so a
+        product of three registers or a sum of constant multiples takes a register per stage
+        (:meth:`static_sum`).  A register of stage ``n`` (``n = 1``: it reads the configuration
+        alone) is ready ``n`` cycles after ``start``, since the last configuration write was a
+        cycle before ``start`` at the latest.  Where they are read keeps within that: the
+        odometer's limits and the tile offsets (stage 1) from the cycle after ``start``; the
+        loader's strides (stage 2 at most) from the first shift, two cycles after; the compute
+        engine's (stage 2) from the first ``go``; the PEs' row offsets and their classes'
+        first words (stages 3 to 5) from the first load's lanes, at least eight cycles after
+        ``start`` (``docs/timing.md``)."""
         value = Value.cast(expr)
         reg = Signal(shape if shape is not None else value.shape(), name=name)
         self.m.d.sync += reg.eq(value)
         return reg
+
+    @property
+    def rs(self) -> Signal:
+        """``R * S``, a static register (one multiplier, shared by every engine)."""
+        if "rs" not in self._products:
+            self._products["rs"] = self.static((self.R * self.S)[:COORD], "filt_rs", COORD)
+        return self._products["rs"]
+
+    def static_sum(self, terms: list, name: str, width: int) -> Signal:
+        """The sum of ``terms`` (each a constant multiple ``(k, x)`` of a static register or
+        the configuration, or a constant), as a static register one stage after the terms':
+        the multiples (shifts and adds) are registers of their own, so no static register is
+        deeper than one multiplier or about two carry chains."""
+        regs, const = [], 0
+        for i, term in enumerate(terms):
+            if isinstance(term, int):
+                const += term
+                continue
+            k, x = term
+            if k == 0:
+                continue
+            regs.append(x if k == 1 else self.static(times(k, x)[:width], f"{name}_t{i}", width))
+        value = Const(const, width)
+        for r in regs:
+            value = value + r
+        return self.static(value[:width], name, width)
 
     def offsets(self, di: int, u0, u1) -> tuple:
         """How far the tile of unit (u0, u1) starts from the step's ``b0 + r1`` along loop dim

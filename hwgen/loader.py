@@ -17,7 +17,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, span, wire
+from .common import COORD, registered, span, wire
 from .controller import Controller
 from .geometry import Geometry
 from .l2 import L2
@@ -33,7 +33,7 @@ class Loader:
     lane_weight: Signal     # which tensor: 0 input, 1 weight
     lane_addr: Signal       # lane 0's L2 address (lane j carries the word at lane_addr + j)
     lane_data: Signal       # W words, lane j in bits [8j, 8j+8)
-    issue_rel: Signal       # the issue's address from its box's first word (lane_addr's, a cycle before the lanes)
+    issue_rel: Signal       # the issue's address from its box's first word (lane_addr's, two cycles before the lanes)
     in_base: Signal         # L2 address of the input box's first word (PE (0, 0)'s tile)
     w_base: Signal          # ... of the weight box
     strides: dict           # tensor -> loop dim -> L2 words between neighbouring positions along it
@@ -44,12 +44,13 @@ class Loader:
     def build(cls, m: Module, s: HwStructure, g: Geometry, ctl: Controller, l2: L2, abits: int) -> "Loader":
         W = s.noc_words_per_cycle
         lg = (W - 1).bit_length()
-        ld, go, sy, sx, R, S = ctl.ld, ctl.go, g.stride_y, g.stride_x, g.R, g.S
+        ld, sy, sx, R, S = ctl.ld, g.stride_y, g.stride_x, g.R, g.S
         in_rows, in_cols, C = g.cfg["in_rows"], g.cfg["in_cols"], g.D["C"]
         A = abits
+        # (static registers, one multiplier deep: C * R * S is C times the R * S register)
         plane = g.static((in_rows * in_cols)[:A], "in_plane", A)
-        rs = g.static((R * S)[:A], "w_rs", A)
-        crs = g.static((C * R * S)[:A], "w_crs", A)
+        rs = g.rs
+        crs = g.static((C * rs)[:A], "w_crs", A)
         row_step = g.static((sy * in_cols)[:A], "in_row_step", A)
         strides = {"input": {"C": plane, "Y": row_step, "X": sx}, "weight": {"K": crs, "C": rs}}
 
@@ -130,7 +131,7 @@ class Loader:
         def first(bx):
             return restart(bx["base"], 0, bx["run"], bx["n_inner"] - 1, bx["n_outer"] - 1) + [
                 run_a_r.eq(bx["base"]), run_rel_r.eq(0), out_a_r.eq(bx["base"]), out_rel_r.eq(0)]
-        starts = wire(m, go & ld.valid & (ld.ld_in | ld.ld_w), "l_starts")
+        starts = ctl.go_load
         with m.If(starts):                          # the step's first box: inputs, else weights
             m.d.sync += [l_active.eq(1), l_weight.eq(~ld.ld_in)]
             with m.If(ld.ld_in):
@@ -165,13 +166,12 @@ class Loader:
         counts = [Signal(8, name=f"lane_count_d{k}") for k in (1, 2, 3)]
         weights = [Signal(name=f"lane_weight_d{k}") for k in (1, 2, 3)]
         addrs = [Signal(A, name=f"lane_addr_d{k}") for k in (1, 2, 3)]
-        rels = [Signal(A, name=f"issue_rel_d{k}") for k in (1, 2)]
+        rel_d1 = Signal(A, name="issue_rel_d1")
         m.d.sync += [issued[0].eq(issuing), counts[0].eq(length), weights[0].eq(cur_weight), addrs[0].eq(addr),
-                     rels[0].eq(rel)]
+                     rel_d1.eq(rel)]
         for k in (1, 2):
             m.d.sync += [issued[k].eq(issued[k - 1]), counts[k].eq(counts[k - 1]), weights[k].eq(weights[k - 1]),
                          addrs[k].eq(addrs[k - 1])]
-        m.d.sync += rels[1].eq(rels[0])
         banked = Signal(8 * W, name="noc_banked")          # bank b's word in bits [8b, 8b+8)
         for b in range(W):
             m.d.sync += banked[8 * b: 8 * b + 8].eq(Mux(weights[0], l2.weights[b][0].data, l2.inputs[b][0].data))
@@ -179,5 +179,6 @@ class Loader:
         for j in range(W):
             bank = (addrs[1][:lg] + j)[:lg] if lg else 0
             m.d.sync += lane_data[8 * j: 8 * j + 8].eq(banked.word_select(bank, 8) if W > 1 else banked)
-        continues = wire(m, starts | issuing | issued[0] | issued[1], "l_continues")
-        return cls(continues, issued[2], counts[2], weights[2], addrs[2], lane_data, rels[1], in_base, w_base, strides)
+        in_flight = registered(m, issuing | issued[0], "l_in_flight")     # = issued[0] | issued[1]
+        continues = wire(m, starts | issuing | in_flight, "l_continues")
+        return cls(continues, issued[2], counts[2], weights[2], addrs[2], lane_data, rel_d1, in_base, w_base, strides)

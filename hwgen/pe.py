@@ -9,7 +9,9 @@ broadcast (:mod:`.accelerator`):
   address.  The top level gives each PE its distance from lane 0 (``in_delta`` / ``w_delta``,
   one subtraction per class of PEs whose tiles start at the same address), its tile's extents
   in the step being loaded, and the L2 offset of each L1 row (shared by all PEs).  Each L1 row
-  (a run of consecutive L2 words) adds its offset to the distance once; the row's words are
+  (a run of consecutive L2 words) adds its offset to the distance once, a cycle before the
+  lanes arrive, and registers where the row falls on them (the distance comes a cycle early
+  for that); the row's words are
   then aligned off the lanes at once (:func:`align_row`: a logarithmic shifter when the NoC is
   wide, a ``W``:1 mux per word when it is narrow), their lanes checked with narrow arithmetic,
   and the PE captures every word inside its tile: one word reaches every PE that needs it in the
@@ -28,7 +30,7 @@ from amaranth.lib.wiring import In, Out
 
 from costmodel.hwgen_preset.rules import input_span, l1_words
 
-from .common import wire
+from .common import registered, wire
 
 __all__ = ["PE", "PE_MODULE", "align_row", "pe_instance", "pick", "row_window"]
 
@@ -105,7 +107,7 @@ class PE(wiring.Component):
             "lane_weight": In(1),                       # tensor on the bus: 0 input, 1 weight
             "lane_data": In(unsigned(8 * lanes)),
             "ld_bank_in": In(1), "ld_bank_w": In(1),
-            "in_delta": In(A), "w_delta": In(A),        # (this PE's first word - lane 0's) mod 2**A
+            "in_delta": In(A), "w_delta": In(A),        # (this PE's first word - lane 0's of the next cycle) mod 2**A
             "ld_cn": In(range(t["C"] + 1)), "ld_kn": In(range(t["K"] + 1)),
             "ld_yn": In(range(rows + 1)), "ld_xn": In(range(self.in_cols + 1)),   # input rows, columns
             "filt_r": In(range(t["R"] + 1)), "filt_s": In(range(t["S"] + 1)),
@@ -162,12 +164,14 @@ class PE(wiring.Component):
         # shifter p aligns input row p or weight row p, sized by the longer of the two.  Word
         # ``inner`` of a row of ``n`` words is on lane ``lo - (n - 1) + inner``, which is output
         # ``inner`` of a shifter of ``N >= n`` words driven with ``lo + (N - n)``.
+        # (``v`` is taken from the distance a cycle before the lanes: the window is a register)
         windows = {}
         for name in ("input", "weight"):
             for row, (ok, v, n, words) in enumerate(in_lanes[name]):
                 wb = row_window(n, W)
-                windows[name, row] = (wire(m, ok & (v < W + n - 1), f"{name}_near{row}"),
-                                      wire(m, v[:wb], f"{name}_lo{row}"), wb)
+                near = registered(m, v < W + n - 1, f"{name}_near{row}_r")
+                windows[name, row] = (wire(m, ok & near, f"{name}_near{row}"),
+                                      registered(m, v[:wb], f"{name}_lo{row}"), wb)
         aligned_rows = {}
         for p in range(max(len(in_lanes["input"]), len(in_lanes["weight"]))):
             users = [(name, in_lanes[name][p][2]) for name in ("input", "weight") if p < len(in_lanes[name])]
