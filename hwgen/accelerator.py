@@ -100,7 +100,6 @@ class _PerClass:
         self.cache: dict = {}
         A = len(loader.lane_addr)
         self.A = A
-        self.lane_len = wire(m, Mux(loader.lane_valid, loader.lane_count, 0), "lane_len", 8)
         self.rows: dict[str, Signal] = {}
 
     def _once(self, key, make):
@@ -139,9 +138,10 @@ class _PerClass:
     def _delta(self, name: str, u0: int, u1: int):
         """(the PE's first word of ``name`` - lane 0's address) mod 2**A, a register: the class's
         first word is the box's plus its units' steps (a static register), and lane 0's is the
-        box's plus the issue's offset in it (``issue_rel``), so the difference is taken two
-        cycles before the lanes, from registers; the PE adds its rows' offsets to it and
-        registers where each row is on the lanes, ready with them."""
+        box's plus the issue's offset in it (``issue_rel``), so the difference is taken at the
+        issue, three cycles before the lanes, from registers; the PE adds its rows' offsets to
+        it and registers where each row is on the lanes, then which of its words each L1 word
+        takes (``hwgen/pe.py``)."""
         loader, m, A = self.loader, self.m, self.A
         k0, k1 = self._unit_key(tuple(loader.strides[name]), u0, u1)
 
@@ -199,7 +199,7 @@ class _PerClass:
         m, ctl, loader, compute, g = self.m, self.ctl, self.loader, self.compute, self.g
         ld, cp = ctl.ld, ctl.cp
         m.d.comb += [
-            pe.lane_len.eq(self.lane_len), pe.lane_weight.eq(loader.lane_weight), pe.lane_data.eq(loader.lane_data),
+            pe.lane_len.eq(loader.next_len), pe.lane_weight.eq(loader.next_weight), pe.lane_data.eq(loader.lane_data),
             pe.ld_bank_in.eq(ld.bank_in), pe.ld_bank_w.eq(ld.bank_w),
             pe.in_delta.eq(self._delta("input", u0, u1)), pe.w_delta.eq(self._delta("weight", u0, u1)),
             pe.ld_kn.eq(self.extent(ld, "K", u0, u1)), pe.ld_cn.eq(self.extent(ld, "C", u0, u1)),

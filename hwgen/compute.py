@@ -34,7 +34,8 @@ class Compute:
     rd_w: list              # ... of its weight
     rd_on: Signal           # bit j: lane j's filter position is inside the filter
     ps_addr: Signal         # the L1 address of the partial sum
-    banks: dict             # "bank_in" / "bank_w" / "bank_ps" of the step computed, registered with them
+    banks: dict             # "bank_in" / "bank_w" of the step computed (the PEs register them), "bank_ps"
+    #                         (registered with the addresses)
 
     @classmethod
     def build(cls, m: Module, s: HwStructure, g: Geometry, ctl: Controller) -> "Compute":
@@ -59,22 +60,36 @@ class Compute:
         next_end = dict(zip(ORDER, [e["one"] for e in ld_ext] + [one_issue]))
         end_r = {n: Signal(name=f"mac_{n}_end") for n in ORDER}
         at_end = end_r
+        all_end = Signal(name="mac_all_end")        # every counter at its end: the last issue
         c_issue = wire(m, ctl.go_compute | c_active, "c_issue")
         c_wrap = [Const(1)]
-        for n in reversed(ORDER):
+        for n in reversed(ORDER[1:]):
             c_wrap.append(wire(m, c_wrap[-1] & at_end[n], f"c_wrap_{n}"))
+        c_wrap.append(all_end)
         bumps = {}                    # the counter that moves at this issue (the ones inside it wrap)
+        end_next = {}
+        idle_or_last = wire(m, ~c_issue | all_end, "c_idle_or_last")
         with m.If(c_issue):
-            m.d.sync += c_active.eq(~c_wrap[-1])
+            m.d.sync += c_active.eq(~all_end)
             for i, n in enumerate(reversed(ORDER)):
                 inner = c_wrap[i]
                 bumps[n] = wire(m, inner & ~at_end[n], f"c_bump_{n}")
                 with m.If(bumps[n]):
-                    m.d.sync += [mac[n].eq(mac[n] + steps_by[n]), end_r[n].eq(mac[n] + 2 * steps_by[n] >= bounds[n])]
+                    m.d.sync += mac[n].eq(mac[n] + steps_by[n])
                 with m.Elif(inner):
-                    m.d.sync += [mac[n].eq(0), end_r[n].eq(first_end[n])]
-        with m.If(~c_issue | c_wrap[-1]):       # idle, or the last issue
-            m.d.sync += [end_r[n].eq(next_end[n]) for n in ORDER]
+                    m.d.sync += mac[n].eq(0)
+        for i, n in enumerate(reversed(ORDER)):
+            # idle, or the last issue: the step in ld's; else as the counter moves
+            end_next[n] = wire(m, Mux(idle_or_last, next_end[n],
+                                      Mux(bumps[n], mac[n] + 2 * steps_by[n] >= bounds[n],
+                                          Mux(c_wrap[i], first_end[n], end_r[n]))), f"mac_{n}_end_next")
+        m.d.sync += [end_r[n].eq(end_next[n]) for n in ORDER]
+        all_next = wire(m, Cat(*end_next.values()).all(), "mac_all_end_next")
+        m.d.sync += all_end.eq(all_next)
+        # Busy next cycle, a register: it issues then (the shift now, with a step to compute,
+        # or an issue now that is not the last), and that issue is not the last
+        active_next = Mux(c_issue, ~all_end, c_active)
+        c_continues = registered(m, ((ctl.shift & ctl.ld.valid) | active_next) & ~all_next, "c_continues")
         rd_in, rd_w, rd_on, ps_addr = cls._addresses(m, s, g, mac, rs, c_issue, bumps)
         # What the PEs are told is registered before the broadcast (its wires reach every PE),
         # the banks of the step computed with it, so they see an issue a cycle after it: the
@@ -90,8 +105,10 @@ class Compute:
         issue_r = bcast(c_issue, "c_issue_r")
         rd_in = [bcast(a, f"rd_in{j}_r") for j, a in enumerate(rd_in)]
         rd_w = [bcast(a, f"rd_w{j}_r") for j, a in enumerate(rd_w)]
-        banks = {name: bcast(getattr(cp, name), f"cp_{name}_r") for name in ("bank_in", "bank_w", "bank_ps")}
-        return cls(wire(m, c_issue & ~c_wrap[-1], "c_continues"), c_issue, issue_r, mac, rs, rd_in, rd_w,
+        # (the operands' banks go to the PEs as they are, a register of the step's descriptor,
+        # and each PE registers them itself: its read of L1 is then off the broadcast's wires)
+        banks = {"bank_in": cp.bank_in, "bank_w": cp.bank_w, "bank_ps": bcast(cp.bank_ps, "cp_bank_ps_r")}
+        return cls(c_continues, c_issue, issue_r, mac, rs, rd_in, rd_w,
                    bcast(rd_on, "rd_on_r"), bcast(ps_addr, "ps_addr_r"), banks)
 
     @staticmethod

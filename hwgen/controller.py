@@ -37,6 +37,9 @@ class Controller:
     shift: Signal | None = None     # (after elaborate) the descriptors shift at this cycle's edge
     pre: Desc | None = None         # (after elaborate) the step after ld
     pos: Desc | None = None         # (after elaborate) the odometer: the step after pre
+    new_in: Signal | None = None    # (after elaborate) the step in pre loads inputs (weights) when it moves into ld
+    new_w: Signal | None = None
+    cp_ends: Signal | None = None   # (after elaborate) the step in cp ends its output tile
 
     @classmethod
     def build(cls) -> "Controller":
@@ -71,11 +74,13 @@ class Controller:
 
         new_in = settled(~ld.valid | tensor_differs(pre, ld, TENSOR_LOOP_DIMS["input"]), "new_in")
         new_w = settled(~ld.valid | tensor_differs(pre, ld, TENSOR_LOOP_DIMS["weight"]), "new_w")
+        self.new_in, self.new_w = new_in, new_w
         ld_ends = settled(~pre.valid | tensor_differs(pre, ld, OUTPUT_DIMS), "ld_ends")
         cp_ends = wire(m, ~ld.valid | tensor_differs(ld, cp, OUTPUT_DIMS), "cp_ends_now")
         work_now = wire(m, more | pre.valid | ld.valid | (cp.valid & cp_ends), "work_now")
         work = settled(work_now, "work")
         cp_ends = settled(cp_ends, "cp_ends")
+        self.cp_ends = cp_ends
         # ``hold``: the cycle after start or after a shift, when the first register stage of
         # the quantities (:meth:`ahead`) and the settled flags are computed from the new
         # positions: no shift then (MIN_SLOT = 2; docs/timing.md).  ``ready``: running, not

@@ -101,22 +101,29 @@ class Drain:
         g0_bits, g1_bits = max(1, (len(G0) - 1).bit_length()), max(1, (len(G1) - 1).bit_length())
         g0i, g1i = g0[:g0_bits], g1[:g1_bits]
 
+        def groups_ok(g0i, g1i, tag):
+            """Whether a next group along level 1 (level 0) exists for group (g0i, g1i)."""
+            ok1 = ok0 = Const(0)
+            if has_g1:
+                ok_g1 = [pick_group(g1i, [per_group[u0, u1 + 1][1] if u1 + 1 in G1 else Const(0) for u1 in G1], 1)
+                         for u0 in G0]
+                ok1 = wire(m, pick_group(g0i, ok_g1, 1), f"dr_next_g1_ok{tag}")
+            if has_g0:
+                ok0 = wire(m, pick_group(g0i, [per_group[u0 + 1, 0][1] if u0 + 1 in G0 else Const(0) for u0 in G0], 1),
+                           f"dr_next_g0_ok{tag}")
+            return ok1, ok0
+        next_g1_ok, next_g0_ok = groups_ok(g0i, g1i, "")
         if has_g1:
-            ok_g1 = [pick_group(g1i, [per_group[u0, u1 + 1][1] if u1 + 1 in G1 else Const(0) for u1 in G1], 1)
-                     for u0 in G0]
-            next_g1_ok = wire(m, pick_group(g0i, ok_g1, 1), "dr_next_g1_ok")
             ext_g1 = {d: wire(m, pick_group(g0i, [pick_group(g1i, [per_group[u0, u1 + 1][0][d] if u1 + 1 in G1
                                                                    else Const(0, w) for u1 in G1], w)
                                                   for u0 in G0], w), f"dr_next_g1_{d}", w) for d, w in GROUP_FIELDS}
         else:
-            next_g1_ok, ext_g1 = Const(0), None
+            ext_g1 = None
         if has_g0:
-            next_g0_ok = wire(m, pick_group(g0i, [per_group[u0 + 1, 0][1] if u0 + 1 in G0 else Const(0) for u0 in G0], 1),
-                              "dr_next_g0_ok")
             ext_g0 = {d: wire(m, pick_group(g0i, [per_group[u0 + 1, 0][0][d] if u0 + 1 in G0 else Const(0, w)
                                                   for u0 in G0], w), f"dr_next_g0_{d}", w) for d, w in GROUP_FIELDS}
         else:
-            next_g0_ok, ext_g0 = Const(0), None
+            ext_g0 = None
         # (the dr step's first group: taken at go, below)
         first_ext = {d: ctl.ahead(m, "dr", f"dr_first_{d}", *g.pe_tile_stages(LOOP_DIMS.index(d), 0, 0), with_flags)
                      for d in g_ext}
@@ -128,7 +135,6 @@ class Drain:
         go_d1, go_d2 = Signal(name="dr_wait_d1"), Signal(name="dr_wait_d2")
         starts = ctl.go_drain
         m.d.sync += [go_d1.eq(starts), go_d2.eq(go_d1)]
-        waiting = wire(m, starts | go_d1, "dr_waiting")
         d_issue = wire(m, go_d2 | (d_active & ~d_tail), "d_issue")
         t = s.pe_tile_max
         across = s.drain_across_groups
@@ -149,6 +155,9 @@ class Drain:
             x_last = Const(1)
             more_groups = Signal(name="dr_more_groups")
             next_g0_ok = next_g1_ok = Const(0)
+        # The registers the last issue is decided from are written through next-state wires
+        # (``nx``), so whether the drain is busy in the next cycle is a register too (below)
+        nx = _Next(m, [r for r in (x_end, y_end, k_end, more_groups, g0, g1, d_active, d_tail) if isinstance(r, Signal)])
         y_last = wire(m, x_last & y_end, "y_last")
         k_last = wire(m, y_last & k_end, "k_last")
         length = wire(m, Mux(left < lanes, left, lanes), "dr_len", range(lanes + 1))
@@ -185,51 +194,61 @@ class Drain:
                     + [k_end.eq(src["K_flag"]), y_end.eq(src["Y_flag"])]
                     + ([x_end.eq(src["X_flag"]), left.eq(src["X"])] if across is None else []))
         with m.If(d_issue):
-            m.d.sync += d_active.eq(1)
+            nx.sync += d_active.eq(1)
             with m.If(~x_last):
-                m.d.sync += [dx.eq(dx + lanes), dr_local.eq(dr_local + lanes),
+                nx.sync += [dx.eq(dx + lanes), dr_local.eq(dr_local + lanes),
                              x_end.eq(dx + 2 * lanes >= g_ext["X"]), left.eq(left - lanes)]
             with m.Elif(~y_last):
-                m.d.sync += [dy.eq(dy + 1), rel.eq(rel + dim_stride["Y"]), y_end.eq(dy + 2 >= g_ext["Y"])]
+                nx.sync += [dy.eq(dy + 1), rel.eq(rel + dim_stride["Y"]), y_end.eq(dy + 2 >= g_ext["Y"])]
                 if across is None:      # (the row's start: dr_local - dx)
-                    m.d.sync += [dx.eq(0), dr_local.eq(dr_local - dx + row_words), x_end.eq(g_flag["X"]),
+                    nx.sync += [dx.eq(0), dr_local.eq(dr_local - dx + row_words), x_end.eq(g_flag["X"]),
                                  left.eq(g_ext["X"])]
                 else:                   # (the same run of groups)
-                    m.d.sync += dr_local.eq(dr_local + row_words)
+                    nx.sync += dr_local.eq(dr_local + row_words)
             with m.Elif(~k_last):
-                m.d.sync += [dy.eq(0), dk.eq(dk + 1), rel.eq(k_rel + dydx), k_rel.eq(k_rel + dydx),
+                nx.sync += [dy.eq(0), dk.eq(dk + 1), rel.eq(k_rel + dydx), k_rel.eq(k_rel + dydx),
                              dr_local.eq(loc_k + k_words), loc_k.eq(loc_k + k_words),
                              k_end.eq(dk + 2 >= g_ext["K"]), y_end.eq(g_flag["Y"])]
                 if across is None:
-                    m.d.sync += [dx.eq(0), x_end.eq(g_flag["X"]), left.eq(g_ext["X"])]
+                    nx.sync += [dx.eq(0), x_end.eq(g_flag["X"]), left.eq(g_ext["X"])]
             with m.Elif(more_groups):
-                m.d.sync += [dy.eq(0), dk.eq(0), dx.eq(dx + lanes), rel.eq(grp), k_rel.eq(grp),  # the next run of groups
+                nx.sync += [dy.eq(0), dk.eq(0), dx.eq(dx + lanes), rel.eq(grp), k_rel.eq(grp),  # the next run of groups
                              dr_local.eq(0), loc_k.eq(0), left.eq(left - lanes),
                              k_end.eq(g_flag["K"]), y_end.eq(g_flag["Y"])]
                 if across is not None:
-                    m.d.sync += more_groups.eq(dx + 2 * lanes < groups["n"])
+                    nx.sync += more_groups.eq(dx + 2 * lanes < groups["n"])
             with m.Else():
-                m.d.sync += [dx.eq(0), dy.eq(0), dk.eq(0), dr_local.eq(0), loc_k.eq(0)]
+                nx.sync += [dx.eq(0), dy.eq(0), dk.eq(0), dr_local.eq(0), loc_k.eq(0)]
                 with m.If(next_g1_ok):
                     nxt = grp + unit_step[1]
-                    m.d.sync += [g1.eq(g1 + 1), grp.eq(nxt), k_rel.eq(nxt), rel.eq(nxt)]
-                    m.d.sync += start_group(ext_g1) if has_g1 else []
+                    nx.sync += [g1.eq(g1 + 1), grp.eq(nxt), k_rel.eq(nxt), rel.eq(nxt)]
+                    nx.sync += start_group(ext_g1) if has_g1 else []
                 with m.Elif(next_g0_ok):
                     nxt = g0_rel + unit_step[0]
-                    m.d.sync += [g1.eq(0), g0.eq(g0 + 1), g0_rel.eq(nxt), grp.eq(nxt), k_rel.eq(nxt), rel.eq(nxt)]
-                    m.d.sync += start_group(ext_g0) if has_g0 else []
+                    nx.sync += [g1.eq(0), g0.eq(g0 + 1), g0_rel.eq(nxt), grp.eq(nxt), k_rel.eq(nxt), rel.eq(nxt)]
+                    nx.sync += start_group(ext_g0) if has_g0 else []
                 with m.Else():
-                    m.d.sync += [g0.eq(0), g1.eq(0), d_tail.eq(1),
+                    nx.sync += [g0.eq(0), g1.eq(0), d_tail.eq(1),
                                  g0_rel.eq(0), grp.eq(0), k_rel.eq(0), rel.eq(0)]
         with m.Elif(d_tail):
-            m.d.sync += [d_tail.eq(0), d_active.eq(0)]
+            nx.sync += [d_tail.eq(0), d_active.eq(0)]
         # The step's first group, taken at go (the drain issues nothing then: its last issue
         # was at the shift at the latest, and the next comes DRAIN_WAIT cycles later), from the
         # dr step's registers: the shift, whose fanout is wide, drives none of the drain's logic
         with m.If(ctl.go):
-            m.d.sync += start_group(first)
+            nx.sync += start_group(first)
             if across is not None:
-                m.d.sync += [left.eq(groups["n"]), more_groups.eq(groups["more"])]
+                nx.sync += [left.eq(groups["n"]), more_groups.eq(groups["more"])]
+        # Busy next cycle, a register: a drain starts at the next go (the shift now) or is
+        # waiting, or it issues next cycle and that issue is not its last (the step's group
+        # registers change only at a shift, after which the drain does not issue)
+        x_last_n = nx[x_end] if across is None else Const(1)
+        more_n = nx[more_groups] if isinstance(more_groups, Signal) else Const(0)
+        ok1_n, ok0_n = groups_ok(nx[g0][:g0_bits], nx[g1][:g1_bits], "_n")
+        final_n = x_last_n & nx[y_end] & nx[k_end] & ~more_n & ~ok1_n & ~ok0_n
+        run_n = nx[d_active] & ~nx[d_tail]
+        continues = registered(m, (ctl.shift & ctl.cp.valid & ctl.cp_ends) | starts | ((go_d1 | run_n) & ~final_n),
+                               "dr_continues")
         out_addr = wire(m, (base + rel + dx)[:OB], "out_addr", OB)
         # Each lane's words, one per reduction position (the PEs of the other levels' groups
         # are one-hot: an OR of masked words selects the group's), registered; then the
@@ -298,7 +317,7 @@ class Drain:
             m.d.comb += [wr.addr.eq(Mux(ctl.running, bank_row(addr_q[latency], b), bus.out_row)),
                          wr.data.eq(Mux(ctl.running, old + moved, top.bus_wdata)),
                          wr.en.eq(Mux(ctl.running, write_en, bus.out_write[b]))]
-        return cls(wire(m, waiting | (d_issue & ~final), "dr_continues"), wire(m, Cat(*issued).any(), "dr_flushing"))
+        return cls(continues, wire(m, Cat(*issued).any(), "dr_flushing"))
 
 
 def _or(words):
@@ -306,3 +325,36 @@ def _or(words):
     while len(words) > 1:
         words = [words[i] | words[i + 1] if i + 1 < len(words) else words[i] for i in range(0, len(words), 2)]
     return words[0]
+
+
+class _Next:
+    """Next-state wires for some registers: ``nx.sync += stmts`` drives them (the rest of
+    ``stmts`` goes to the sync domain as usual), ``nx[reg]`` is the value ``reg`` takes at the
+    clock edge, and each register keeps its value unless assigned."""
+
+    def __init__(self, m: Module, regs: list):
+        self.m = m
+        self.next = {id(r): Signal.like(r, name=f"{r.name}_next") for r in regs}
+        for r in regs:
+            m.d.comb += self.next[id(r)].eq(r)
+            m.d.sync += r.eq(self.next[id(r)])
+
+    def __getitem__(self, reg):
+        return self.next[id(reg)]
+
+    @property
+    def sync(self):
+        return self
+
+    @sync.setter
+    def sync(self, value):
+        pass
+
+    def __iadd__(self, stmts):
+        for stmt in stmts if isinstance(stmts, (list, tuple)) else [stmts]:
+            target = self.next.get(id(stmt.lhs)) if isinstance(stmt.lhs, Signal) else None
+            if target is not None:
+                self.m.d.comb += target.eq(stmt.rhs)
+            else:
+                self.m.d.sync += stmt
+        return self

@@ -69,9 +69,9 @@ class Geometry:
         cycle before ``start`` at the latest.  Where they are read keeps within that: the
         odometer's limits and the tile offsets (stage 1) from the cycle after ``start``; the
         loader's strides (stage 2 at most) from the first shift, two cycles after; the compute
-        engine's (stage 2) from the first ``go``; the PEs' row offsets and their classes'
-        first words (stages 3 to 5) from the first load's lanes, at least eight cycles after
-        ``start`` (``docs/timing.md``)."""
+        engine's (stage 2) from the first ``go``; the PEs' classes' first words (stages 3 to
+        5) from the first issue of a load, at least five cycles after ``start``, and their row
+        offsets (stages 3 and 4) a cycle later (``docs/timing.md``)."""
         value = Value.cast(expr)
         reg = Signal(shape if shape is not None else value.shape(), name=name)
         self.m.d.sync += reg.eq(value)
@@ -125,8 +125,8 @@ class Geometry:
         """The extent of loop dim ``di`` of the unit whose tile starts ``off0 + off1`` from the
         step's ``b0 + r1`` (:meth:`offsets`), as three stages for :meth:`Controller.ahead`
         (``a1(desc)``, ``a2``, ``b1``): ``min(T1, T0 - (r1 + off1), D - start)``, at least 0,
-        with ``start = b0 + r1 + off0 + off1`` (``walk._extent``), about two carry chains a
-        stage."""
+        with ``start = b0 + r1 + off0 + off1`` (``walk._extent``): the sums; the two differences;
+        the three comparisons side by side and the choice."""
         d = LOOP_DIMS[di]
         T0, T1, D = self.T0[d], self.T1[d], self.D[d]
 
@@ -134,12 +134,13 @@ class Geometry:
             return {"start": (desc.b0[di] + desc.r1[di]) + (off0 + off1), "inner": desc.r1[di] + off1}
 
         def a2(p):
-            a = (T0 - p["inner"]).as_signed()
-            return {"m1": Mux(a < T1, a, T1), "b": (D - p["start"]).as_signed()}
+            return {"a": (T0 - p["inner"]).as_signed(), "b": (D - p["start"]).as_signed()}
 
         def b1(p):
-            e = Mux(p["m1"] < p["b"], p["m1"], p["b"])
-            return Mux(e > 0, e, 0)[:COORD]
+            # the least of a, b and T1 (three comparisons side by side), 0 if negative (T1 is not)
+            a, b = p["a"], p["b"]
+            e = Mux(a < b, Mux(a < T1, a, T1), Mux(b < T1, b, T1))
+            return Mux(e[-1], 0, e)[:COORD]
         return a1, a2, b1
 
     def pe_tile_stages(self, di: int, u0: int, u1: int) -> tuple:

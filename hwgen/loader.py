@@ -28,12 +28,11 @@ __all__ = ["Loader"]
 @dataclass
 class Loader:
     continues: Signal       # still busy next cycle (an issue is followed by its capture, three cycles later)
-    lane_valid: Signal      # the lanes carry words this cycle
-    lane_count: Signal      # how many (lanes 0 .. count-1)
-    lane_weight: Signal     # which tensor: 0 input, 1 weight
+    next_len: Signal        # next cycle, the lanes 0 .. next_len-1 carry words (a register; 0: none)
+    next_weight: Signal     # ... of which tensor: 0 input, 1 weight
     lane_addr: Signal       # lane 0's L2 address (lane j carries the word at lane_addr + j)
     lane_data: Signal       # W words, lane j in bits [8j, 8j+8)
-    issue_rel: Signal       # the issue's address from its box's first word (lane_addr's, two cycles before the lanes)
+    issue_rel: Signal       # the issue's address from its box's first word (lane_addr's, three cycles before the lanes)
     in_base: Signal         # L2 address of the input box's first word (PE (0, 0)'s tile)
     w_base: Signal          # ... of the weight box
     strides: dict           # tensor -> loop dim -> L2 words between neighbouring positions along it
@@ -121,15 +120,20 @@ class Loader:
             for ports in (l2.inputs, l2.weights):
                 rd = ports[b][0]
                 m.d.comb += [rd.addr.eq(row), rd.en.eq(1)]
-        last_chunk = wire(m, remaining <= W, "last_chunk")
-        inner_last = wire(m, last_chunk & (il_r == 0), "inner_last")
-        box_done = wire(m, inner_last & (ol_r == 0), "box_done")
+        # where the walk is (the run's last chunk; the last inner run; the last outer run),
+        # registers worked out as the counters move: they decide the next address
+        last_r, il_zero, ol_zero = Signal(name="last_chunk"), Signal(name="l_inner_zero"), Signal(name="l_outer_zero")
+        last_chunk = last_r
+        inner_last = wire(m, last_chunk & il_zero, "inner_last")
+        box_done = wire(m, inner_last & ol_zero, "box_done")
 
-        def restart(a, r, rem, il, ol):
-            return [a_r.eq(a), rel_r.eq(r), rem_r.eq(rem), il_r.eq(il), ol_r.eq(ol)]
+        def restart(a, r, rem, il, ol, last, il0, ol0):
+            return [a_r.eq(a), rel_r.eq(r), rem_r.eq(rem), il_r.eq(il), ol_r.eq(ol),
+                    last_r.eq(last), il_zero.eq(il0), ol_zero.eq(ol0)]
 
         def first(bx):
-            return restart(bx["base"], 0, bx["run"], bx["n_inner"] - 1, bx["n_outer"] - 1) + [
+            return restart(bx["base"], 0, bx["run"], bx["n_inner"] - 1, bx["n_outer"] - 1,
+                           bx["run"] <= W, bx["n_inner"] == 1, bx["n_outer"] == 1) + [
                 run_a_r.eq(bx["base"]), run_rel_r.eq(0), out_a_r.eq(bx["base"]), out_rel_r.eq(0)]
         starts = ctl.go_load
         with m.If(starts):                          # the step's first box: inputs, else weights
@@ -140,14 +144,15 @@ class Loader:
                 m.d.sync += first(w_box)
         with m.Elif(issuing):
             with m.If(~last_chunk):                 # the run's next chunk
-                m.d.sync += restart(addr + W, rel + W, remaining - W, il_r, ol_r)
+                m.d.sync += restart(addr + W, rel + W, remaining - W, il_r, ol_r, remaining <= 2 * W, il_zero, ol_zero)
             with m.Elif(~inner_last):               # the next run
                 nxt_a, nxt_rel = run_a_r + box["inner_stride"], run_rel_r + box["inner_stride"]
-                m.d.sync += restart(nxt_a, nxt_rel, box["run"], il_r - 1, ol_r)
+                m.d.sync += restart(nxt_a, nxt_rel, box["run"], il_r - 1, ol_r, box["run"] <= W, il_r == 1, ol_zero)
                 m.d.sync += [run_a_r.eq(nxt_a), run_rel_r.eq(nxt_rel)]
             with m.Elif(~box_done):                 # the next outer run
                 nxt_a, nxt_rel = out_a_r + box["outer_stride"], out_rel_r + box["outer_stride"]
-                m.d.sync += restart(nxt_a, nxt_rel, box["run"], box["n_inner"] - 1, ol_r - 1)
+                m.d.sync += restart(nxt_a, nxt_rel, box["run"], box["n_inner"] - 1, ol_r - 1, box["run"] <= W,
+                                    box["n_inner"] == 1, ol_r == 1)
                 m.d.sync += [run_a_r.eq(nxt_a), run_rel_r.eq(nxt_rel), out_a_r.eq(nxt_a), out_rel_r.eq(nxt_rel)]
             with m.Else():                          # the weight box next, or the end
                 with m.If(~l_weight & ld.ld_w):
@@ -162,16 +167,13 @@ class Loader:
         # words rotated to lanes (lane j carries lane 0's address + j) in a register; the lanes
         # broadcast to the PEs, which capture them.
         assert TIMING.load_latency_cycles == 4, "a cycle to take the box, then three register stages (hwgen/loader.py)"
-        issued = [Signal(name=f"lane_valid_d{k}") for k in (1, 2, 3)]
-        counts = [Signal(8, name=f"lane_count_d{k}") for k in (1, 2, 3)]
-        weights = [Signal(name=f"lane_weight_d{k}") for k in (1, 2, 3)]
+        # (what the lanes carry is told to the PEs a cycle early: how many, which tensor)
+        issued, count = Signal(name="lane_valid_d1"), Signal(8, name="lane_count_d1")
+        weights = [Signal(name=f"lane_weight_d{k}") for k in (1, 2)]
         addrs = [Signal(A, name=f"lane_addr_d{k}") for k in (1, 2, 3)]
-        rel_d1 = Signal(A, name="issue_rel_d1")
-        m.d.sync += [issued[0].eq(issuing), counts[0].eq(length), weights[0].eq(cur_weight), addrs[0].eq(addr),
-                     rel_d1.eq(rel)]
-        for k in (1, 2):
-            m.d.sync += [issued[k].eq(issued[k - 1]), counts[k].eq(counts[k - 1]), weights[k].eq(weights[k - 1]),
-                         addrs[k].eq(addrs[k - 1])]
+        m.d.sync += [issued.eq(issuing), count.eq(length), weights[0].eq(cur_weight), weights[1].eq(weights[0]),
+                     addrs[0].eq(addr), addrs[1].eq(addrs[0]), addrs[2].eq(addrs[1])]
+        next_len = registered(m, Mux(issued, count, 0), "lane_len_next", 8)
         banked = Signal(8 * W, name="noc_banked")          # bank b's word in bits [8b, 8b+8)
         for b in range(W):
             m.d.sync += banked[8 * b: 8 * b + 8].eq(Mux(weights[0], l2.weights[b][0].data, l2.inputs[b][0].data))
@@ -179,6 +181,10 @@ class Loader:
         for j in range(W):
             bank = (addrs[1][:lg] + j)[:lg] if lg else 0
             m.d.sync += lane_data[8 * j: 8 * j + 8].eq(banked.word_select(bank, 8) if W > 1 else banked)
-        in_flight = registered(m, issuing | issued[0], "l_in_flight")     # = issued[0] | issued[1]
-        continues = wire(m, starts | issuing | in_flight, "l_continues")
-        return cls(continues, issued[2], counts[2], weights[2], addrs[2], lane_data, rel_d1, in_base, w_base, strides)
+        # Busy next cycle, a register: a box taken at the next go (the shift now), an issue
+        # next cycle (one now that is not the last, or the box taken now), or one in flight
+        last_issue = wire(m, box_done & (l_weight | ~ld.ld_w), "l_last_issue")
+        issuing_next = starts | (issuing & ~last_issue)
+        continues = registered(m, (ctl.shift & ctl.pre.valid & (ctl.new_in | ctl.new_w)) | issuing_next | issuing
+                               | issued, "l_continues")
+        return cls(continues, next_len, weights[1], addrs[2], lane_data, rel, in_base, w_base, strides)

@@ -9,9 +9,10 @@ broadcast (:mod:`.accelerator`):
   address.  The top level gives each PE its distance from lane 0 (``in_delta`` / ``w_delta``,
   one subtraction per class of PEs whose tiles start at the same address), its tile's extents
   in the step being loaded, and the L2 offset of each L1 row (shared by all PEs).  Each L1 row
-  (a run of consecutive L2 words) adds its offset to the distance once, a cycle before the
-  lanes arrive, and registers where the row falls on them (the distance comes a cycle early
-  for that); the row's words are
+  (a run of consecutive L2 words) adds its offset to the distance once, two cycles before the
+  lanes arrive, and registers where the row falls on them; a cycle before the lanes, with
+  their count and tensor (which come early too), it registers which of its words each L1
+  word takes.  The row's words are
   then aligned off the lanes at once (:func:`align_row`: a logarithmic shifter when the NoC is
   wide, a ``W``:1 mux per word when it is narrow), their lanes checked with narrow arithmetic,
   and the PE captures every word inside its tile: one word reaches every PE that needs it in the
@@ -103,11 +104,11 @@ class PE(wiring.Component):
         A = abits
         super().__init__({
             # -- load: the NoC's lanes, this PE's distance from lane 0 and its tile in the step loaded
-            "lane_len": In(range(lanes + 1)),           # lanes 0 .. lane_len-1 hold words (0: none)
-            "lane_weight": In(1),                       # tensor on the bus: 0 input, 1 weight
+            "lane_len": In(range(lanes + 1)),           # next cycle, lanes 0 .. lane_len-1 hold words (0: none)
+            "lane_weight": In(1),                       # next cycle's tensor on the bus: 0 input, 1 weight
             "lane_data": In(unsigned(8 * lanes)),
             "ld_bank_in": In(1), "ld_bank_w": In(1),
-            "in_delta": In(A), "w_delta": In(A),        # (this PE's first word - lane 0's of the next cycle) mod 2**A
+            "in_delta": In(A), "w_delta": In(A),        # (this PE's first word - lane 0's two cycles later) mod 2**A
             "ld_cn": In(range(t["C"] + 1)), "ld_kn": In(range(t["K"] + 1)),
             "ld_yn": In(range(rows + 1)), "ld_xn": In(range(self.in_cols + 1)),   # input rows, columns
             "filt_r": In(range(t["R"] + 1)), "filt_s": In(range(t["S"] + 1)),
@@ -120,7 +121,8 @@ class PE(wiring.Component):
             **{f"rd_w_{j}": In(range(max(2, self.words["weight"]))) for j in range(simd)},
             "rd_on": In(simd),                          # lane j's filter position is inside the filter
             "ps_addr": In(range(max(2, self.words["output"]))),
-            "cp_bank_in": In(1), "cp_bank_w": In(1), "cp_bank_ps": In(1),
+            "cp_bank_in": In(1), "cp_bank_w": In(1),    # (a cycle before the addresses)
+            "cp_bank_ps": In(1),
             # -- drain
             "dr_en": In(1), "dr_bank": In(1),
             "dr_addr": In(range(max(2, self.words["output"]))),   # words dr_addr .. dr_addr+dr_len-1
@@ -164,14 +166,19 @@ class PE(wiring.Component):
         # shifter p aligns input row p or weight row p, sized by the longer of the two.  Word
         # ``inner`` of a row of ``n`` words is on lane ``lo - (n - 1) + inner``, which is output
         # ``inner`` of a shifter of ``N >= n`` words driven with ``lo + (N - n)``.
-        # (``v`` is taken from the distance a cycle before the lanes: the window is a register)
+        # The distance, the lanes' count and tensor come early: ``v`` two cycles before the
+        # lanes (the window is a register a cycle before them), the count and tensor a cycle
+        # before, so which words each L1 word takes is a register when the lanes arrive, and
+        # only the lanes' data (aligned) reach it then.
         windows = {}
         for name in ("input", "weight"):
             for row, (ok, v, n, words) in enumerate(in_lanes[name]):
                 wb = row_window(n, W)
                 near = registered(m, v < W + n - 1, f"{name}_near{row}_r")
-                windows[name, row] = (wire(m, ok & near, f"{name}_near{row}"),
-                                      registered(m, v[:wb], f"{name}_lo{row}"), wb)
+                lo = registered(m, v[:wb], f"{name}_lo{row}_r")
+                windows[name, row] = (wire(m, ok & near, f"{name}_near{row}"), lo,
+                                      registered(m, lo, f"{name}_lo{row}"), wb)
+        lane_weight = registered(m, self.lane_weight, "lane_weight_r")      # the lanes' tensor
         aligned_rows = {}
         for p in range(max(len(in_lanes["input"]), len(in_lanes["weight"]))):
             users = [(name, in_lanes[name][p][2]) for name in ("input", "weight") if p < len(in_lanes[name])]
@@ -179,25 +186,25 @@ class PE(wiring.Component):
             wbN = row_window(N, W)
 
             def shifted(name, n):
-                lo = windows[name, p][1]
+                lo = windows[name, p][2]
                 return (lo + (N - n))[:wbN] if N > n else lo
             if len(users) == 1:
                 q = shifted(*users[0])
             else:
-                q = wire(m, Mux(self.lane_weight, shifted(*users[1]), shifted(*users[0])), f"row{p}_q", wbN)
+                q = wire(m, Mux(lane_weight, shifted(*users[1]), shifted(*users[0])), f"row{p}_q", wbN)
             aligned = align_row(m, self.lane_data, W, N, q, f"row{p}")
             for name, _ in users:
                 aligned_rows[name, p] = aligned
         for name, bank in (("input", self.ld_bank_in), ("weight", self.ld_bank_w)):
             for row, (ok, v, n, words) in enumerate(in_lanes[name]):
-                near, lo, wb = windows[name, row]
+                near, lo, _, wb = windows[name, row]
                 aligned = aligned_rows[name, row]
                 for idx, inner, inside in words:
                     pos = wire(m, (lo + inner)[:wb + 1], f"{name}{idx}_pos", wb + 1)
                     on_lanes = pos < self.lane_len + (n - 1)
                     if n > 1:
                         on_lanes = on_lanes & (pos >= n - 1)
-                    hit = wire(m, near & inside & on_lanes, f"{name}{idx}_hit")
+                    hit = registered(m, near & inside & on_lanes, f"{name}{idx}_hit")
                     for b in range(2):
                         with m.If(hit & (bank == b)):
                             m.d.sync += regs[name][b][idx].eq(aligned[inner])
@@ -212,12 +219,14 @@ class PE(wiring.Component):
             if len(regs[name][0]) == 1:
                 return wire(m, Mux(bank, regs[name][1][0], regs[name][0][0]), tag, shape)
             return wire(m, Mux(bank, pick(regs[name][1], addr), pick(regs[name][0], addr)), tag, shape)
+        # (the operands' banks come a cycle before the addresses: the step's, registered here)
+        bank_in, bank_w = registered(m, self.cp_bank_in, "cp_bank_in_r"), registered(m, self.cp_bank_w, "cp_bank_w_r")
         x_r = [Signal(signed(8), name=f"x_r{j}") for j in range(self.simd)]
         w_r = [Signal(signed(8), name=f"w_r{j}") for j in range(self.simd)]
         on_r = Signal(self.simd, name="on_r")
         for j in range(self.simd):
-            m.d.sync += [x_r[j].eq(read("input", self.cp_bank_in, getattr(self, f"rd_in_{j}"), signed(8), f"x_in{j}")),
-                         w_r[j].eq(read("weight", self.cp_bank_w, getattr(self, f"rd_w_{j}"), signed(8), f"w_in{j}"))]
+            m.d.sync += [x_r[j].eq(read("input", bank_in, getattr(self, f"rd_in_{j}"), signed(8), f"x_in{j}")),
+                         w_r[j].eq(read("weight", bank_w, getattr(self, f"rd_w_{j}"), signed(8), f"w_in{j}"))]
         m.d.sync += on_r.eq(self.rd_on)
         products = [wire(m, Mux(on_r[j], x_r[j] * w_r[j], 0), f"prod{j}", signed(17)) for j in range(self.simd)]
         while len(products) > 1:              # the lanes' adder tree
