@@ -89,7 +89,8 @@ class Controller:
         # registers: ready and no engine busy next cycle.
         hold = Signal(name="hold")
         ready = Signal(name="ready")
-        self.shift = wire(m, ready & ~start & ~self.engines_continue, "shift")
+        # (``start`` comes only while not running, so never with ``ready``)
+        self.shift = wire(m, ready & ~self.engines_continue, "shift")
         m.d.sync += [hold.eq(start | self.shift), ready.eq(self.running & ~start & ~self.shift & work_now)]
         self.pos = Desc(wire(m, more, "pos_valid"), pos_b0, pos_r1, *[Signal(name=f"pos_{f}") for f in
                         ("bank_in", "bank_w", "bank_ps", "ld_in", "ld_w", "ends")])
