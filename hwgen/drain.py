@@ -186,7 +186,6 @@ class Drain:
         # (dk * tY + dy across groups, where dx counts groups), ``loc_k`` its value at dy = dx = 0
         dr_local, loc_k = Signal(COORD, name="dr_local"), Signal(COORD, name="dr_loc_k")
         row_words, k_words = (t["X"], t["Y"] * t["X"]) if across is None else (1, t["Y"])
-        final = wire(m, k_last & ~more_groups & ~next_g1_ok & ~next_g0_ok, "dr_final")   # (sets d_tail)
 
         def start_group(src):
             """A group starts (its counters at 0): its extents, their flags, the walk's flags."""
