@@ -59,12 +59,11 @@ class Compute:
         first_end = dict(zip(ORDER, [e["one"] for e in cp_ext] + [one_issue]))
         next_end = dict(zip(ORDER, [e["one"] for e in ld_ext] + [one_issue]))
         end_r = {n: Signal(name=f"mac_{n}_end") for n in ORDER}
-        at_end = end_r
         all_end = Signal(name="mac_all_end")        # every counter at its end: the last issue
         c_issue = wire(m, ctl.go_compute | c_active, "c_issue")
         c_wrap = [Const(1)]
         for n in reversed(ORDER[1:]):
-            c_wrap.append(wire(m, c_wrap[-1] & at_end[n], f"c_wrap_{n}"))
+            c_wrap.append(wire(m, c_wrap[-1] & end_r[n], f"c_wrap_{n}"))
         c_wrap.append(all_end)
         bumps = {}                    # the counter that moves at this issue (the ones inside it wrap)
         end_next = {}
@@ -73,7 +72,7 @@ class Compute:
             m.d.sync += c_active.eq(~all_end)
             for i, n in enumerate(reversed(ORDER)):
                 inner = c_wrap[i]
-                bumps[n] = wire(m, inner & ~at_end[n], f"c_bump_{n}")
+                bumps[n] = wire(m, inner & ~end_r[n], f"c_bump_{n}")
                 with m.If(bumps[n]):
                     m.d.sync += mac[n].eq(mac[n] + steps_by[n])
                 with m.Elif(inner):
@@ -89,7 +88,7 @@ class Compute:
         # Busy next cycle, a register: it issues then (the shift now, with a step to compute,
         # or an issue now that is not the last), and that issue is not the last
         active_next = Mux(c_issue, ~all_end, c_active)
-        c_continues = registered(m, ((ctl.shift & ctl.ld.valid) | active_next) & ~all_next, "c_continues")
+        c_continues = registered(m, (ctl.go_next["compute"] | active_next) & ~all_next, "c_continues")
         rd_in, rd_w, rd_on, ps_addr = cls._addresses(m, s, g, mac, rs, c_issue, bumps)
         # What the PEs are told is registered before the broadcast (its wires reach every PE),
         # the banks of the step computed with it, so they see an issue a cycle after it: the

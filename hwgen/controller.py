@@ -37,16 +37,15 @@ class Controller:
     shift: Signal | None = None     # (after elaborate) the descriptors shift at this cycle's edge
     pre: Desc | None = None         # (after elaborate) the step after ld
     pos: Desc | None = None         # (after elaborate) the odometer: the step after pre
-    new_in: Signal | None = None    # (after elaborate) the step in pre loads inputs (weights) when it moves into ld
-    new_w: Signal | None = None
-    cp_ends: Signal | None = None   # (after elaborate) the step in cp ends its output tile
+    go_next: dict | None = None     # (after elaborate) "load" / "compute" / "drain": go_* of the next cycle
 
     @classmethod
     def build(cls) -> "Controller":
         """The controller's registers; :meth:`elaborate` adds its logic once the host bus (which
         reads them and gives ``start``) exists."""
         return cls(Signal(name="running"), Signal(name="done"), Signal(32, name="cycles"), Signal(name="go"),
-                   Signal(name="go_load"), Signal(name="go_compute"), Signal(name="go_drain"), Desc.named("ld"), Desc.named("cp"), Desc.named("dr"), Signal(name="engines_continue"),
+                   Signal(name="go_load"), Signal(name="go_compute"), Signal(name="go_drain"),
+                   Desc.named("ld"), Desc.named("cp"), Desc.named("dr"), Signal(name="engines_continue"),
                    Signal(name="flushing"))
 
     def elaborate(self, m: Module, s: HwStructure, g: Geometry, start: Signal) -> None:
@@ -74,13 +73,11 @@ class Controller:
 
         new_in = settled(~ld.valid | tensor_differs(pre, ld, TENSOR_LOOP_DIMS["input"]), "new_in")
         new_w = settled(~ld.valid | tensor_differs(pre, ld, TENSOR_LOOP_DIMS["weight"]), "new_w")
-        self.new_in, self.new_w = new_in, new_w
         ld_ends = settled(~pre.valid | tensor_differs(pre, ld, OUTPUT_DIMS), "ld_ends")
         cp_ends = wire(m, ~ld.valid | tensor_differs(ld, cp, OUTPUT_DIMS), "cp_ends_now")
         work_now = wire(m, more | pre.valid | ld.valid | (cp.valid & cp_ends), "work_now")
         work = settled(work_now, "work")
         cp_ends = settled(cp_ends, "cp_ends")
-        self.cp_ends = cp_ends
         # ``hold``: the cycle after start or after a shift, when the first register stage of
         # the quantities (:meth:`ahead`) and the settled flags are computed from the new
         # positions: no shift then (MIN_SLOT = 2; docs/timing.md).  ``ready``: running, not
@@ -92,6 +89,13 @@ class Controller:
         # (``start`` comes only while not running, so never with ``ready``)
         self.shift = wire(m, ready & ~self.engines_continue, "shift")
         m.d.sync += [hold.eq(start | self.shift), ready.eq(self.running & ~start & ~self.shift & work_now)]
+        # each engine's go: the shift, with work for it in the step moving in (the engines read
+        # these for whether they are busy next cycle)
+        self.go_next = {"load": wire(m, self.shift & pre.valid & (new_in | new_w), "go_load_next"),
+                        "compute": wire(m, self.shift & ld.valid, "go_compute_next"),
+                        "drain": wire(m, self.shift & cp.valid & cp_ends, "go_drain_next")}
+        m.d.sync += [self.go_load.eq(self.go_next["load"]), self.go_compute.eq(self.go_next["compute"]),
+                     self.go_drain.eq(self.go_next["drain"])]
         self.pos = Desc(wire(m, more, "pos_valid"), pos_b0, pos_r1, *[Signal(name=f"pos_{f}") for f in
                         ("bank_in", "bank_w", "bank_ps", "ld_in", "ld_w", "ends")])
 
@@ -141,16 +145,13 @@ class Controller:
 
         with m.If(start):
             m.d.sync += [self.running.eq(1), self.done.eq(0), self.cycles.eq(0), more.eq(1),
-                         pre.valid.eq(0), ld.valid.eq(0), cp.valid.eq(0), dr.valid.eq(0), go.eq(0),
-                         self.go_load.eq(0), self.go_compute.eq(0), self.go_drain.eq(0)]
+                         pre.valid.eq(0), ld.valid.eq(0), cp.valid.eq(0), dr.valid.eq(0), go.eq(0)]
             m.d.sync += [p.eq(0) for p in pos_b0 + pos_r1 + pos_start]
         with m.Elif(self.running):
-            m.d.sync += [self.cycles.eq(self.cycles + 1), go.eq(0), self.go_load.eq(0), self.go_compute.eq(0),
-                         self.go_drain.eq(0)]
+            m.d.sync += [self.cycles.eq(self.cycles + 1), go.eq(0)]
             with m.If(~self.engines_continue):      # this is every engine's last busy cycle
                 with m.If(self.shift):
-                    m.d.sync += [go.eq(1), self.go_load.eq(pre.valid & (new_in | new_w)),
-                                 self.go_compute.eq(ld.valid), self.go_drain.eq(cp.valid & cp_ends)]
+                    m.d.sync += go.eq(1)
                     # dr <- cp, cp <- ld, ld <- pre, pre <- pos, pos <- next
                     m.d.sync += [dr.valid.eq(cp.valid), dr.ends.eq(cp_ends), dr.bank_ps.eq(cp.bank_ps)]
                     m.d.sync += [a.eq(b) for a, b in zip(dr.b0 + dr.r1, cp.b0 + cp.r1)]

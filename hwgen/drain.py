@@ -156,7 +156,8 @@ class Drain:
             more_groups = Signal(name="dr_more_groups")
             next_g0_ok = next_g1_ok = Const(0)
         # The registers the last issue is decided from are written through next-state wires
-        # (``nx``), so whether the drain is busy in the next cycle is a register too (below)
+        # (``nx += ...`` in place of ``m.d.sync += ...``), so whether the drain is busy in the
+        # next cycle is a register too (below)
         nx = _Next(m, [r for r in (x_end, y_end, k_end, more_groups, g0, g1, d_active, d_tail) if isinstance(r, Signal)])
         y_last = wire(m, x_last & y_end, "y_last")
         k_last = wire(m, y_last & k_end, "k_last")
@@ -193,51 +194,51 @@ class Drain:
                     + [k_end.eq(src["K_flag"]), y_end.eq(src["Y_flag"])]
                     + ([x_end.eq(src["X_flag"]), left.eq(src["X"])] if across is None else []))
         with m.If(d_issue):
-            nx.sync += d_active.eq(1)
+            nx += d_active.eq(1)
             with m.If(~x_last):
-                nx.sync += [dx.eq(dx + lanes), dr_local.eq(dr_local + lanes),
-                             x_end.eq(dx + 2 * lanes >= g_ext["X"]), left.eq(left - lanes)]
+                nx += [dx.eq(dx + lanes), dr_local.eq(dr_local + lanes),
+                       x_end.eq(dx + 2 * lanes >= g_ext["X"]), left.eq(left - lanes)]
             with m.Elif(~y_last):
-                nx.sync += [dy.eq(dy + 1), rel.eq(rel + dim_stride["Y"]), y_end.eq(dy + 2 >= g_ext["Y"])]
+                nx += [dy.eq(dy + 1), rel.eq(rel + dim_stride["Y"]), y_end.eq(dy + 2 >= g_ext["Y"])]
                 if across is None:      # (the row's start: dr_local - dx)
-                    nx.sync += [dx.eq(0), dr_local.eq(dr_local - dx + row_words), x_end.eq(g_flag["X"]),
-                                 left.eq(g_ext["X"])]
+                    nx += [dx.eq(0), dr_local.eq(dr_local - dx + row_words), x_end.eq(g_flag["X"]),
+                           left.eq(g_ext["X"])]
                 else:                   # (the same run of groups)
-                    nx.sync += dr_local.eq(dr_local + row_words)
+                    nx += dr_local.eq(dr_local + row_words)
             with m.Elif(~k_last):
-                nx.sync += [dy.eq(0), dk.eq(dk + 1), rel.eq(k_rel + dydx), k_rel.eq(k_rel + dydx),
-                             dr_local.eq(loc_k + k_words), loc_k.eq(loc_k + k_words),
-                             k_end.eq(dk + 2 >= g_ext["K"]), y_end.eq(g_flag["Y"])]
+                nx += [dy.eq(0), dk.eq(dk + 1), rel.eq(k_rel + dydx), k_rel.eq(k_rel + dydx),
+                       dr_local.eq(loc_k + k_words), loc_k.eq(loc_k + k_words),
+                       k_end.eq(dk + 2 >= g_ext["K"]), y_end.eq(g_flag["Y"])]
                 if across is None:
-                    nx.sync += [dx.eq(0), x_end.eq(g_flag["X"]), left.eq(g_ext["X"])]
+                    nx += [dx.eq(0), x_end.eq(g_flag["X"]), left.eq(g_ext["X"])]
             with m.Elif(more_groups):
-                nx.sync += [dy.eq(0), dk.eq(0), dx.eq(dx + lanes), rel.eq(grp), k_rel.eq(grp),  # the next run of groups
-                             dr_local.eq(0), loc_k.eq(0), left.eq(left - lanes),
-                             k_end.eq(g_flag["K"]), y_end.eq(g_flag["Y"])]
+                nx += [dy.eq(0), dk.eq(0), dx.eq(dx + lanes), rel.eq(grp), k_rel.eq(grp),  # the next run of groups
+                       dr_local.eq(0), loc_k.eq(0), left.eq(left - lanes),
+                       k_end.eq(g_flag["K"]), y_end.eq(g_flag["Y"])]
                 if across is not None:
-                    nx.sync += more_groups.eq(dx + 2 * lanes < groups["n"])
+                    nx += more_groups.eq(dx + 2 * lanes < groups["n"])
             with m.Else():
-                nx.sync += [dx.eq(0), dy.eq(0), dk.eq(0), dr_local.eq(0), loc_k.eq(0)]
+                nx += [dx.eq(0), dy.eq(0), dk.eq(0), dr_local.eq(0), loc_k.eq(0)]
                 with m.If(next_g1_ok):
                     nxt = grp + unit_step[1]
-                    nx.sync += [g1.eq(g1 + 1), grp.eq(nxt), k_rel.eq(nxt), rel.eq(nxt)]
-                    nx.sync += start_group(ext_g1) if has_g1 else []
+                    nx += [g1.eq(g1 + 1), grp.eq(nxt), k_rel.eq(nxt), rel.eq(nxt)]
+                    nx += start_group(ext_g1) if has_g1 else []
                 with m.Elif(next_g0_ok):
                     nxt = g0_rel + unit_step[0]
-                    nx.sync += [g1.eq(0), g0.eq(g0 + 1), g0_rel.eq(nxt), grp.eq(nxt), k_rel.eq(nxt), rel.eq(nxt)]
-                    nx.sync += start_group(ext_g0) if has_g0 else []
+                    nx += [g1.eq(0), g0.eq(g0 + 1), g0_rel.eq(nxt), grp.eq(nxt), k_rel.eq(nxt), rel.eq(nxt)]
+                    nx += start_group(ext_g0) if has_g0 else []
                 with m.Else():
-                    nx.sync += [g0.eq(0), g1.eq(0), d_tail.eq(1),
-                                 g0_rel.eq(0), grp.eq(0), k_rel.eq(0), rel.eq(0)]
+                    nx += [g0.eq(0), g1.eq(0), d_tail.eq(1),
+                           g0_rel.eq(0), grp.eq(0), k_rel.eq(0), rel.eq(0)]
         with m.Elif(d_tail):
-            nx.sync += [d_tail.eq(0), d_active.eq(0)]
+            nx += [d_tail.eq(0), d_active.eq(0)]
         # The step's first group, taken at go (the drain issues nothing then: its last issue
         # was at the shift at the latest, and the next comes DRAIN_WAIT cycles later), from the
         # dr step's registers: the shift, whose fanout is wide, drives none of the drain's logic
         with m.If(ctl.go):
-            nx.sync += start_group(first)
+            nx += start_group(first)
             if across is not None:
-                nx.sync += [left.eq(groups["n"]), more_groups.eq(groups["more"])]
+                nx += [left.eq(groups["n"]), more_groups.eq(groups["more"])]
         # Busy next cycle, a register: a drain starts at the next go (the shift now) or is
         # waiting, or it issues next cycle and that issue is not its last (the step's group
         # registers change only at a shift, after which the drain does not issue)
@@ -246,8 +247,7 @@ class Drain:
         ok1_n, ok0_n = groups_ok(nx[g0][:g0_bits], nx[g1][:g1_bits], "_n")
         final_n = x_last_n & nx[y_end] & nx[k_end] & ~more_n & ~ok1_n & ~ok0_n
         run_n = nx[d_active] & ~nx[d_tail]
-        continues = registered(m, (ctl.shift & ctl.cp.valid & ctl.cp_ends) | starts | ((go_d1 | run_n) & ~final_n),
-                               "dr_continues")
+        continues = registered(m, ctl.go_next["drain"] | starts | ((go_d1 | run_n) & ~final_n), "dr_continues")
         out_addr = wire(m, (base + rel + dx)[:OB], "out_addr", OB)
         # Each lane's words, one per reduction position (the PEs of the other levels' groups
         # are one-hot: an OR of masked words selects the group's), registered; then the
@@ -327,7 +327,7 @@ def _or(words):
 
 
 class _Next:
-    """Next-state wires for some registers: ``nx.sync += stmts`` drives them (the rest of
+    """Next-state wires for some registers: ``nx += stmts`` drives them (the rest of
     ``stmts`` goes to the sync domain as usual), ``nx[reg]`` is the value ``reg`` takes at the
     clock edge, and each register keeps its value unless assigned."""
 
@@ -340,14 +340,6 @@ class _Next:
 
     def __getitem__(self, reg):
         return self.next[id(reg)]
-
-    @property
-    def sync(self):
-        return self
-
-    @sync.setter
-    def sync(self, value):
-        pass
 
     def __iadd__(self, stmts):
         for stmt in stmts if isinstance(stmts, (list, tuple)) else [stmts]:

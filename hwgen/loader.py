@@ -122,14 +122,13 @@ class Loader:
                 m.d.comb += [rd.addr.eq(row), rd.en.eq(1)]
         # where the walk is (the run's last chunk; the last inner run; the last outer run),
         # registers worked out as the counters move: they decide the next address
-        last_r, il_zero, ol_zero = Signal(name="last_chunk"), Signal(name="l_inner_zero"), Signal(name="l_outer_zero")
-        last_chunk = last_r
+        last_chunk, il_zero, ol_zero = (Signal(name=n) for n in ("last_chunk", "l_inner_zero", "l_outer_zero"))
         inner_last = wire(m, last_chunk & il_zero, "inner_last")
         box_done = wire(m, inner_last & ol_zero, "box_done")
 
         def restart(a, r, rem, il, ol, last, il0, ol0):
             return [a_r.eq(a), rel_r.eq(r), rem_r.eq(rem), il_r.eq(il), ol_r.eq(ol),
-                    last_r.eq(last), il_zero.eq(il0), ol_zero.eq(ol0)]
+                    last_chunk.eq(last), il_zero.eq(il0), ol_zero.eq(ol0)]
 
         def first(bx):
             return restart(bx["base"], 0, bx["run"], bx["n_inner"] - 1, bx["n_outer"] - 1,
@@ -185,6 +184,5 @@ class Loader:
         # next cycle (one now that is not the last, or the box taken now), or one in flight
         last_issue = wire(m, box_done & (l_weight | ~ld.ld_w), "l_last_issue")
         issuing_next = starts | (issuing & ~last_issue)
-        continues = registered(m, (ctl.shift & ctl.pre.valid & (ctl.new_in | ctl.new_w)) | issuing_next | issuing
-                               | issued, "l_continues")
+        continues = registered(m, ctl.go_next["load"] | issuing_next | issuing | issued, "l_continues")
         return cls(continues, next_len, weights[1], addrs[2], lane_data, rel, in_base, w_base, strides)
