@@ -17,7 +17,7 @@ from amaranth.lib.wiring import In, Out
 from costmodel.hwgen_preset.rules import LOOP_DIMS, host_offset_bits, l2_address_bits
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, span, times, wire
+from .common import COORD, registered, span, times, wire
 from .compute import ORDER, Compute
 from .controller import Controller
 from .drain import Drain, drain_lanes
@@ -107,6 +107,14 @@ class _PerClass:
             self.cache[key] = make()
         return self.cache[key]
 
+    def _to_pes(self, value, name: str):
+        """A register of a step descriptor's ``value`` for the PEs: a descriptor changes at the
+        shift, whose logic sits with the controller, and the PEs are spread over the device, so
+        the broadcast starts from a register of its own (the PEs read it a cycle later than the
+        descriptor: the loader's captures come four cycles after its issues, and the operand
+        banks are registered again at each PE)."""
+        return self._once(("to_pes", name), lambda: registered(self.m, value, f"{name}_pes"))
+
     def _unit_key(self, dims, u0: int, u1: int) -> tuple[int, int]:
         s = self.s
         return (u0 if s.spatial[0] in dims else 0, u1 if s.spatial[1] in dims else 0)
@@ -134,6 +142,13 @@ class _PerClass:
             return self.ctl.ahead(m, "ld", f"ld_span_{d}_{k0}_{k1}", *g.pe_tile_stages(LOOP_DIMS.index(d), k0, k1),
                                   lambda e: Mux(e > 0, span(e, stride, filt, self.s.max_stride), 0)[:COORD])
         return self._once(("span", d, k0, k1), make)
+
+    def _ld_extent(self, d: str, u0: int, u1: int):
+        """The PE's extent along ``d`` in the step loaded (its input span for ``Y`` and ``X``),
+        registered for the PEs (:meth:`_to_pes`)."""
+        k0, k1 = self._unit_key((d,), u0, u1)
+        value = self._span(d, u0, u1) if d in ("Y", "X") else self.extent(self.ctl.ld, d, u0, u1)
+        return self._to_pes(value, f"ld_ext_{d}_{k0}_{k1}")
 
     def _delta(self, name: str, u0: int, u1: int):
         """(the PE's first word of ``name`` - lane 0's address) mod 2**A, a register: the class's
@@ -200,10 +215,10 @@ class _PerClass:
         ld, cp = ctl.ld, ctl.cp
         m.d.comb += [
             pe.lane_len.eq(loader.next_len), pe.lane_weight.eq(loader.next_weight), pe.lane_data.eq(loader.lane_data),
-            pe.ld_bank_in.eq(ld.bank_in), pe.ld_bank_w.eq(ld.bank_w),
+            pe.ld_bank_in.eq(self._to_pes(ld.bank_in, "ld_bank_in")), pe.ld_bank_w.eq(self._to_pes(ld.bank_w, "ld_bank_w")),
             pe.in_delta.eq(self._delta("input", u0, u1)), pe.w_delta.eq(self._delta("weight", u0, u1)),
-            pe.ld_kn.eq(self.extent(ld, "K", u0, u1)), pe.ld_cn.eq(self.extent(ld, "C", u0, u1)),
-            pe.ld_yn.eq(self._span("Y", u0, u1)), pe.ld_xn.eq(self._span("X", u0, u1)),
+            pe.ld_kn.eq(self._ld_extent("K", u0, u1)), pe.ld_cn.eq(self._ld_extent("C", u0, u1)),
+            pe.ld_yn.eq(self._ld_extent("Y", u0, u1)), pe.ld_xn.eq(self._ld_extent("X", u0, u1)),
             pe.filt_r.eq(g.R), pe.filt_s.eq(g.S),
             pe.mac_en.eq(compute.issue_r & self._inside(u0, u1)),
             pe.rd_on.eq(compute.rd_on), pe.ps_addr.eq(compute.ps_addr),

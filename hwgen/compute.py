@@ -91,22 +91,24 @@ class Compute:
         c_continues = registered(m, (ctl.go_next["compute"] | active_next) & ~all_next, "c_continues")
         rd_in, rd_w, rd_on, ps_addr = cls._addresses(m, s, g, mac, rs, c_issue, bumps)
         # What the PEs are told is registered before the broadcast (its wires reach every PE),
-        # the banks of the step computed with it, so they see an issue a cycle after it: the
-        # PEs read its operands at t+1, multiply at t+2 and write its partial sum at t+3.  The
-        # engine is busy only while it issues (COMPUTE_LATENCY 0): the next step's issues
-        # follow at the same pace, and the drain of this step waits for the last writes
-        # (DRAIN_WAIT; docs/timing.md, "The MAC pipeline")
-        assert TIMING.compute_latency_cycles == 0 and TIMING.drain_wait_cycles == 2, \
-            "a broadcast register and the PE's three-stage MAC (hwgen/pe.py)"
+        # the banks of the step computed with it, and again at each PE's input, so they see an
+        # issue two cycles after it: the PEs read its operands at t+2, multiply at t+3 and
+        # write its partial sum at t+4.  The engine is busy only while it issues
+        # (COMPUTE_LATENCY 0): the next step's issues follow at the same pace, and the drain of
+        # this step waits for the last writes (DRAIN_WAIT; docs/timing.md, "The MAC pipeline")
+        assert TIMING.compute_latency_cycles == 0 and TIMING.drain_wait_cycles == 3, \
+            "a broadcast register at each end and the PE's three-stage MAC (hwgen/pe.py)"
 
         def bcast(value, name):
             return registered(m, value, name)
         issue_r = bcast(c_issue, "c_issue_r")
         rd_in = [bcast(a, f"rd_in{j}_r") for j, a in enumerate(rd_in)]
         rd_w = [bcast(a, f"rd_w{j}_r") for j, a in enumerate(rd_w)]
-        # (the operands' banks go to the PEs as they are, a register of the step's descriptor,
-        # and each PE registers them itself: its read of L1 is then off the broadcast's wires)
-        banks = {"bank_in": cp.bank_in, "bank_w": cp.bank_w, "bank_ps": bcast(cp.bank_ps, "cp_bank_ps_r")}
+        # (the operands' banks go to the PEs a cycle before the addresses, a register of the
+        # step's descriptor's, and each PE registers them itself: its read of L1 is then off
+        # the broadcast's wires)
+        banks = {"bank_in": bcast(cp.bank_in, "cp_bank_in_r"), "bank_w": bcast(cp.bank_w, "cp_bank_w_r"),
+                 "bank_ps": bcast(cp.bank_ps, "cp_bank_ps_r")}
         return cls(c_continues, c_issue, issue_r, mac, rs, rd_in, rd_w,
                    bcast(rd_on, "rd_on_r"), bcast(ps_addr, "ps_addr_r"), banks)
 

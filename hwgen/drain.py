@@ -128,14 +128,14 @@ class Drain:
         first_ext = {d: ctl.ahead(m, "dr", f"dr_first_{d}", *g.pe_tile_stages(LOOP_DIMS.index(d), 0, 0), with_flags)
                      for d in g_ext}
         first = {**{d: e["n"] for d, e in first_ext.items()}, **{f"{d}_flag": f for d, f in flags_of(first_ext).items()}}
-        # the drain starts DRAIN_WAIT (2) cycles after go: the last partial sums of its step,
+        # the drain starts DRAIN_WAIT (3) cycles after go: the last partial sums of its step,
         # issued at the end of the slot before, are written by then (the PE forwards the last)
-        assert TIMING.drain_wait_cycles == 2
+        assert TIMING.drain_wait_cycles == 3
         # (counted from this slot's go alone: a slot without a drain may last two cycles)
-        go_d1, go_d2 = Signal(name="dr_wait_d1"), Signal(name="dr_wait_d2")
+        go_d1, go_d2, go_d3 = (Signal(name=f"dr_wait_d{k}") for k in (1, 2, 3))
         starts = ctl.go_drain
-        m.d.sync += [go_d1.eq(starts), go_d2.eq(go_d1)]
-        d_issue = wire(m, go_d2 | (d_active & ~d_tail), "d_issue")
+        m.d.sync += [go_d1.eq(starts), go_d2.eq(go_d1), go_d3.eq(go_d2)]
+        d_issue = wire(m, go_d3 | (d_active & ~d_tail), "d_issue")
         t = s.pe_tile_max
         across = s.drain_across_groups
         psums = [[] for _ in range(lanes)]            # the reduction tree's inputs, per lane
@@ -247,7 +247,8 @@ class Drain:
         ok1_n, ok0_n = groups_ok(nx[g0][:g0_bits], nx[g1][:g1_bits], "_n")
         final_n = x_last_n & nx[y_end] & nx[k_end] & ~more_n & ~ok1_n & ~ok0_n
         run_n = nx[d_active] & ~nx[d_tail]
-        continues = registered(m, ctl.go_next["drain"] | starts | ((go_d1 | run_n) & ~final_n), "dr_continues")
+        continues = registered(m, ctl.go_next["drain"] | starts | go_d1 | ((go_d2 | run_n) & ~final_n),
+                               "dr_continues")
         out_addr = wire(m, (base + rel + dx)[:OB], "out_addr", OB)
         # Each lane's words, one per reduction position (the PEs of the other levels' groups
         # are one-hot: an OR of masked words selects the group's), registered; then the

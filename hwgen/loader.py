@@ -27,12 +27,14 @@ __all__ = ["Loader"]
 
 @dataclass
 class Loader:
-    continues: Signal       # still busy next cycle (an issue is followed by its capture, three cycles later)
-    next_len: Signal        # next cycle, the lanes 0 .. next_len-1 carry words (a register; 0: none)
+    continues: Signal       # still busy next cycle (an issue is followed by its capture, four cycles later)
+    next_len: Signal        # the PEs' lanes register holds, next cycle, words on lanes 0 .. next_len-1
+    #                         (a register; 0: none): lane_data holds them now
     next_weight: Signal     # ... of which tensor: 0 input, 1 weight
     lane_addr: Signal       # lane 0's L2 address (lane j carries the word at lane_addr + j)
-    lane_data: Signal       # W words, lane j in bits [8j, 8j+8)
-    issue_rel: Signal       # the issue's address from its box's first word (lane_addr's, three cycles before the lanes)
+    lane_data: Signal       # W words, lane j in bits [8j, 8j+8) (each PE registers them at its input)
+    issue_rel: Signal       # the issue's address from its box's first word, a cycle after the issue
+    #                         (lane_addr's, two cycles before the lanes reach lane_data)
     in_base: Signal         # L2 address of the input box's first word (PE (0, 0)'s tile)
     w_base: Signal          # ... of the weight box
     strides: dict           # tensor -> loop dim -> L2 words between neighbouring positions along it
@@ -164,15 +166,20 @@ class Loader:
         # The NoC lanes, three cycles after the issue, in register stages: the L2
         # banks' words of the tensor on the bus (the banks' read latency, then a register); the
         # words rotated to lanes (lane j carries lane 0's address + j) in a register; the lanes
-        # broadcast to the PEs, which capture them.
-        assert TIMING.load_latency_cycles == 4, "a cycle to take the box, then three register stages (hwgen/loader.py)"
-        # (what the lanes carry is told to the PEs a cycle early: how many, which tensor)
+        # broadcast to the PEs, each of which registers them at its input and captures them
+        # the cycle after: the broadcast's wires run from register to register.
+        assert TIMING.load_latency_cycles == 5, "a cycle to take the box, then four register stages (hwgen/loader.py)"
+        # (what the lanes carry is told to the PEs a cycle before they capture them: how many,
+        # which tensor; the issue's offset two cycles after the issue, hwgen/pe.py)
         issued, count = Signal(name="lane_valid_d1"), Signal(8, name="lane_count_d1")
-        weights = [Signal(name=f"lane_weight_d{k}") for k in (1, 2)]
+        weights = [Signal(name=f"lane_weight_d{k}") for k in (1, 2, 3)]
         addrs = [Signal(A, name=f"lane_addr_d{k}") for k in (1, 2, 3)]
         m.d.sync += [issued.eq(issuing), count.eq(length), weights[0].eq(cur_weight), weights[1].eq(weights[0]),
-                     addrs[0].eq(addr), addrs[1].eq(addrs[0]), addrs[2].eq(addrs[1])]
-        next_len = registered(m, Mux(issued, count, 0), "lane_len_next", 8)
+                     weights[2].eq(weights[1]), addrs[0].eq(addr), addrs[1].eq(addrs[0]), addrs[2].eq(addrs[1])]
+        len_d2 = registered(m, Mux(issued, count, 0), "lane_len_d2", 8)
+        next_len = registered(m, len_d2, "lane_len_next", 8)
+        issued_d2 = registered(m, issued, "lane_valid_d2")
+        issue_rel = registered(m, rel, "l_issue_rel_d1", A)
         banked = Signal(8 * W, name="noc_banked")          # bank b's word in bits [8b, 8b+8)
         for b in range(W):
             m.d.sync += banked[8 * b: 8 * b + 8].eq(Mux(weights[0], l2.weights[b][0].data, l2.inputs[b][0].data))
@@ -184,5 +191,5 @@ class Loader:
         # next cycle (one now that is not the last, or the box taken now), or one in flight
         last_issue = wire(m, box_done & (l_weight | ~ld.ld_w), "l_last_issue")
         issuing_next = starts | (issuing & ~last_issue)
-        continues = registered(m, ctl.go_next["load"] | issuing_next | issuing | issued, "l_continues")
-        return cls(continues, next_len, weights[1], addrs[2], lane_data, rel, in_base, w_base, strides)
+        continues = registered(m, ctl.go_next["load"] | issuing_next | issuing | issued | issued_d2, "l_continues")
+        return cls(continues, next_len, weights[2], addrs[2], lane_data, issue_rel, in_base, w_base, strides)

@@ -6,7 +6,8 @@ quantity that is the same for a whole class of PEs is computed once in the top l
 broadcast (:mod:`.accelerator`):
 
 - **load**: the distribution NoC shows it up to ``W`` consecutive L2 words a cycle with lane 0's
-  address.  The top level gives each PE its distance from lane 0 (``in_delta`` / ``w_delta``,
+  address, which the PE registers at its input (the broadcast's wires run from register to
+  register).  The top level gives each PE its distance from lane 0 (``in_delta`` / ``w_delta``,
   one subtraction per class of PEs whose tiles start at the same address), its tile's extents
   in the step being loaded, and the L2 offset of each L1 row (shared by all PEs).  Each L1 row
   (a run of consecutive L2 words) adds its offset to the distance once, two cycles before the
@@ -18,7 +19,8 @@ broadcast (:mod:`.accelerator`):
   and the PE captures every word inside its tile: one word reaches every PE that needs it in the
   same cycle (the multicast and the halo).
 - **compute**: the compute engine broadcasts the L1 addresses of the SIMD lanes' operands and of
-  the partial sum, and a per-PE enable that is already masked by the PE's own tile.
+  the partial sum, and a per-PE enable that is already masked by the PE's own tile; the PE
+  registers them at its input.
 - **drain**: reads (and clears) up to ``drain_lanes`` consecutive partial sums of a row a cycle
   into the reduction tree.
 """
@@ -121,7 +123,7 @@ class PE(wiring.Component):
             **{f"rd_w_{j}": In(range(max(2, self.words["weight"]))) for j in range(simd)},
             "rd_on": In(simd),                          # lane j's filter position is inside the filter
             "ps_addr": In(range(max(2, self.words["output"]))),
-            "cp_bank_in": In(1), "cp_bank_w": In(1),    # (a cycle before the addresses)
+            "cp_bank_in": In(1), "cp_bank_w": In(1),    # (with the addresses, the step's)
             "cp_bank_ps": In(1),
             # -- drain
             "dr_en": In(1), "dr_bank": In(1),
@@ -179,6 +181,7 @@ class PE(wiring.Component):
                 windows[name, row] = (wire(m, ok & near, f"{name}_near{row}"), lo,
                                       registered(m, lo, f"{name}_lo{row}"), wb)
         lane_weight = registered(m, self.lane_weight, "lane_weight_r")      # the lanes' tensor
+        lane_data = registered(m, self.lane_data, "lane_data_r")            # the broadcast's end register
         aligned_rows = {}
         for p in range(max(len(in_lanes["input"]), len(in_lanes["weight"]))):
             users = [(name, in_lanes[name][p][2]) for name in ("input", "weight") if p < len(in_lanes[name])]
@@ -192,7 +195,7 @@ class PE(wiring.Component):
                 q = shifted(*users[0])
             else:
                 q = wire(m, Mux(lane_weight, shifted(*users[1]), shifted(*users[0])), f"row{p}_q", wbN)
-            aligned = align_row(m, self.lane_data, W, N, q, f"row{p}")
+            aligned = align_row(m, lane_data, W, N, q, f"row{p}")
             for name, _ in users:
                 aligned_rows[name, p] = aligned
         for name, bank in (("input", self.ld_bank_in), ("weight", self.ld_bank_w)):
@@ -210,6 +213,7 @@ class PE(wiring.Component):
                             m.d.sync += regs[name][b][idx].eq(aligned[inner])
 
         # ---- multiply-accumulate: three stages (docs/timing.md, COMPUTE_LATENCY) ----------
+        # 0. the broadcast registered at the PE's input (its wires run from register to register);
         # 1. read the SIMD lanes' operands from L1 (consecutive filter positions of one window);
         # 2. multiply (and add the lanes);  3. read, add and write the partial sum.
         # The next step's issue overlaps stages 2 and 3 (it reads operands only); the compute
@@ -219,15 +223,19 @@ class PE(wiring.Component):
             if len(regs[name][0]) == 1:
                 return wire(m, Mux(bank, regs[name][1][0], regs[name][0][0]), tag, shape)
             return wire(m, Mux(bank, pick(regs[name][1], addr), pick(regs[name][0], addr)), tag, shape)
-        # (the operands' banks come a cycle before the addresses: the step's, registered here)
-        bank_in, bank_w = registered(m, self.cp_bank_in, "cp_bank_in_r"), registered(m, self.cp_bank_w, "cp_bank_w_r")
+        # (the operands' banks: the step's, registered here with the addresses)
+        bank_in = registered(m, self.cp_bank_in, "cp_bank_in_r")
+        bank_w = registered(m, self.cp_bank_w, "cp_bank_w_r")
+        rd_in = [registered(m, getattr(self, f"rd_in_{j}"), f"rd_in_r{j}") for j in range(self.simd)]
+        rd_w = [registered(m, getattr(self, f"rd_w_{j}"), f"rd_w_r{j}") for j in range(self.simd)]
+        rd_on = registered(m, self.rd_on, "rd_on_r")
         x_r = [Signal(signed(8), name=f"x_r{j}") for j in range(self.simd)]
         w_r = [Signal(signed(8), name=f"w_r{j}") for j in range(self.simd)]
         on_r = Signal(self.simd, name="on_r")
         for j in range(self.simd):
-            m.d.sync += [x_r[j].eq(read("input", bank_in, getattr(self, f"rd_in_{j}"), signed(8), f"x_in{j}")),
-                         w_r[j].eq(read("weight", bank_w, getattr(self, f"rd_w_{j}"), signed(8), f"w_in{j}"))]
-        m.d.sync += on_r.eq(self.rd_on)
+            m.d.sync += [x_r[j].eq(read("input", bank_in, rd_in[j], signed(8), f"x_in{j}")),
+                         w_r[j].eq(read("weight", bank_w, rd_w[j], signed(8), f"w_in{j}"))]
+        m.d.sync += on_r.eq(rd_on)
         products = [wire(m, Mux(on_r[j], x_r[j] * w_r[j], 0), f"prod{j}", signed(17)) for j in range(self.simd)]
         while len(products) > 1:              # the lanes' adder tree
             products = [wire(m, products[i] + products[i + 1], "lane_sum", signed(32)) if i + 1 < len(products)
@@ -237,7 +245,10 @@ class PE(wiring.Component):
         we = [Signal(name=f"mac_we{k}") for k in (1, 2)]            # stage 1, 2 of the issue
         addr = [Signal.like(self.ps_addr, name=f"ps_addr{k}") for k in (1, 2)]
         bank = [Signal(name=f"ps_bank{k}") for k in (1, 2)]
-        m.d.sync += [we[0].eq(self.mac_en), addr[0].eq(self.ps_addr), bank[0].eq(self.cp_bank_ps),
+        mac_en = registered(m, self.mac_en, "mac_en_r")
+        ps_addr = registered(m, self.ps_addr, "ps_addr_r")
+        bank_ps = registered(m, self.cp_bank_ps, "cp_bank_ps_r")
+        m.d.sync += [we[0].eq(mac_en), addr[0].eq(ps_addr), bank[0].eq(bank_ps),
                      we[1].eq(we[0]), addr[1].eq(addr[0]), bank[1].eq(bank[0]), prod_r.eq(products[0])]
         we_r, addr_r, bank_r = we[1], addr[1], bank[1]
         ps_old = read("output", bank_r, addr_r, signed(32), "ps_old")

@@ -46,13 +46,14 @@ class TimingConstants:
     min_slot_cycles: int = 2        # a slot lasts at least two cycles, even with nothing to do:
     #                                 no shift in the cycle after one (the first register stage of
     #                                 the next step's quantities: Controller.ahead)
-    load_latency_cycles: int = 4    # a cycle at go to take the step's first box, then, after the
-    #                                 last issue, the L2 read, the rotation to lanes and the
-    #                                 broadcast and L1 capture: three register stages
+    load_latency_cycles: int = 5    # a cycle at go to take the step's first box, then, after the
+    #                                 last issue, the L2 read, the rotation to lanes, the
+    #                                 broadcast to each PE's input register and the L1 capture:
+    #                                 four register stages
     compute_latency_cycles: int = 0  # the engine is busy only while it issues: the MAC pipeline
-    #                                  (a broadcast register, read L1, multiply, accumulate)
-    #                                  overlaps the next step's issues (drain_wait_cycles)
-    drain_wait_cycles: int = 2      # a step's drain starts two cycles after its slot's go: the
+    #                                  (a broadcast register at each end, read L1, multiply,
+    #                                  accumulate) overlaps the next step's issues (drain_wait_cycles)
+    drain_wait_cycles: int = 3      # a step's drain starts three cycles after its slot's go: the
     #                                 last partial sums of the step are written by then
     drain_latency_cycles: int = 3   # the PEs' words selected (a register), the reduction tree (a
     #                                 register a level), moved to the L2 banks (a register), and
