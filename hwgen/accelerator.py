@@ -214,7 +214,7 @@ class _PerClass:
         m, ctl, loader, compute, g = self.m, self.ctl, self.loader, self.compute, self.g
         ld, cp = ctl.ld, ctl.cp
         m.d.comb += [
-            pe.lane_len.eq(loader.next_len), pe.lane_weight.eq(loader.next_weight), pe.lane_data.eq(loader.lane_data),
+            pe.lane_len.eq(loader.early_len), pe.lane_weight.eq(loader.early_weight), pe.lane_data.eq(loader.lane_data),
             pe.ld_bank_in.eq(self._to_pes(ld.bank_in, "ld_bank_in")), pe.ld_bank_w.eq(self._to_pes(ld.bank_w, "ld_bank_w")),
             pe.in_delta.eq(self._delta("input", u0, u1)), pe.w_delta.eq(self._delta("weight", u0, u1)),
             pe.ld_kn.eq(self._ld_extent("K", u0, u1)), pe.ld_cn.eq(self._ld_extent("C", u0, u1)),

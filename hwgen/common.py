@@ -3,9 +3,9 @@ constant multiples (shifts and adds) and input spans without a multiplier."""
 
 from __future__ import annotations
 
-from amaranth.hdl import Const, Module, Mux, Signal, Value
+from amaranth.hdl import ClockSignal, Const, Instance, Module, Mux, Signal, Value
 
-__all__ = ["COORD", "wire", "registered", "span", "times"]
+__all__ = ["COORD", "PIPE_MODULE", "PIPE_VERILOG", "pipe", "registered", "span", "times", "wire"]
 
 COORD = 16          # bits of a coordinate or extent
 
@@ -25,6 +25,38 @@ def registered(m: Module, expr, name: str, shape=None) -> Signal:
     reg = Signal(shape if shape is not None else value.shape(), name=name)
     m.d.sync += reg.eq(value)
     return reg
+
+
+#: The Verilog module of :func:`pipe`.
+PIPE_MODULE = "accelgen_pipe"
+PIPE_VERILOG = f"""\
+// {PIPE_MODULE}: a register at the receiving end of a broadcast, one per receiver.  Copies of it
+// have equal inputs; `keep` stops synthesis from merging them back into one register whose
+// output carries the broadcast's fanout and wire length.
+module {PIPE_MODULE} #(parameter WIDTH = 1) (clk, d, q);
+  input  wire             clk;
+  input  wire [WIDTH-1:0] d;
+  output wire [WIDTH-1:0] q;
+  (* keep = "true" *) reg [WIDTH-1:0] r = {{WIDTH{{1'b0}}}};
+  (* keep *)
+  always @(posedge clk)
+    r <= d;
+  assign q = r;
+endmodule
+"""
+
+
+def pipe(m: Module, expr, name: str, shape=None) -> Signal:
+    """``expr`` registered at the receiving end of a broadcast (an instance of
+    :data:`PIPE_MODULE`, initially 0, with no reset): every receiver (each PE) keeps its own
+    copy, which Yosys and vendor tools would otherwise merge, since they all register the same
+    value.  The broadcast's wires then run from a register to registers."""
+    value = Value.cast(expr)
+    shape = shape if shape is not None else value.shape()
+    d = wire(m, value, f"{name}_d", shape)
+    q = Signal(shape, name=name)
+    m.submodules[f"{name}_pipe"] = Instance(PIPE_MODULE, p_WIDTH=len(q), i_clk=ClockSignal("sync"), i_d=d, o_q=q)
+    return q
 
 
 def times(k: int, x):

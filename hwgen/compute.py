@@ -41,8 +41,8 @@ class Compute:
     def build(cls, m: Module, s: HwStructure, g: Geometry, ctl: Controller) -> "Compute":
         cp = ctl.cp
         # the step's extents, and whether each is at most 1 (a counter at 0 is then at its end)
-        ld_ext = [ctl.ahead(m, "ld", f"cp_ext_{di}", *g.pe_tile_stages(di, 0, 0), lambda e: {"n": e, "one": e <= 1})
-                  for di in range(4)]
+        ld_ext = [ctl.ahead(m, "ld", f"cp_ext_{di}", *g.pe_tile_stages(di, 0, 0),
+                            lambda e: {"n": e, "one": e <= 1, "two": e <= 2}) for di in range(4)]
         cp_ext = [ctl.later(m, e, "cp") for e in ld_ext]
         c_active = Signal(name="c_active")
         rs = g.rs
@@ -54,11 +54,17 @@ class Compute:
         # registers: it feeds the controller's shift, whose fanout is wide.  While the engine
         # is idle, and at its last issue, the flags follow the step in ld (whether each extent
         # is at most 1), which is the step computed from the next go on: so they are right at
-        # go too, with no choice made by go.
+        # go too, with no choice made by go.  Whether it is a step from its end is a register
+        # too, so the end flag's next value is a choice of registers, with no sum or compare:
+        # the last issue is known early enough for the engine's own "busy next cycle".
         one_issue = g.static(rs <= s.simd_lanes, "filt_one_issue", 1)
+        two_issues = g.static(rs <= 2 * s.simd_lanes, "filt_two_issues", 1)
         first_end = dict(zip(ORDER, [e["one"] for e in cp_ext] + [one_issue]))
         next_end = dict(zip(ORDER, [e["one"] for e in ld_ext] + [one_issue]))
+        first_near = dict(zip(ORDER, [e["two"] for e in cp_ext] + [two_issues]))
+        next_near = dict(zip(ORDER, [e["two"] for e in ld_ext] + [two_issues]))
         end_r = {n: Signal(name=f"mac_{n}_end") for n in ORDER}
+        near_r = {n: Signal(name=f"mac_{n}_near") for n in ORDER}     # a step from its end
         all_end = Signal(name="mac_all_end")        # every counter at its end: the last issue
         c_issue = wire(m, ctl.go_compute | c_active, "c_issue")
         c_wrap = [Const(1)]
@@ -80,8 +86,11 @@ class Compute:
         for i, n in enumerate(reversed(ORDER)):
             # idle, or the last issue: the step in ld's; else as the counter moves
             end_next[n] = wire(m, Mux(idle_or_last, next_end[n],
-                                      Mux(bumps[n], mac[n] + 2 * steps_by[n] >= bounds[n],
-                                          Mux(c_wrap[i], first_end[n], end_r[n]))), f"mac_{n}_end_next")
+                                      Mux(bumps[n], near_r[n], Mux(c_wrap[i], first_end[n], end_r[n]))),
+                               f"mac_{n}_end_next")
+            m.d.sync += near_r[n].eq(Mux(idle_or_last, next_near[n],
+                                         Mux(bumps[n], mac[n] + 3 * steps_by[n] >= bounds[n],
+                                             Mux(c_wrap[i], first_near[n], near_r[n]))))
         m.d.sync += [end_r[n].eq(end_next[n]) for n in ORDER]
         all_next = wire(m, Cat(*end_next.values()).all(), "mac_all_end_next")
         m.d.sync += all_end.eq(all_next)

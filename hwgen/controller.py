@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 
 from costmodel.hwgen_preset.rules import LOOP_DIMS, OUTPUT_DIMS, TENSOR_LOOP_DIMS
 from costmodel.hwgen_preset.structure import HwStructure
@@ -99,8 +99,10 @@ class Controller:
         self.pos = Desc(wire(m, more, "pos_valid"), pos_b0, pos_r1, *[Signal(name=f"pos_{f}") for f in
                         ("bank_in", "bank_w", "bank_ps", "ld_in", "ld_w", "ends")])
 
-        # advance of the odometer, in two stages: each loop's position plus its step and whether
-        # that is inside its bound are settled registers; the carry chain runs at the shift.
+        # advance of the odometer: each loop's position plus its step, whether that is inside
+        # its bound, and whether the carry reaches the loop (every loop inside it wraps) are
+        # settled registers, the last from the comparisons themselves, so at the shift each
+        # position takes a choice of registers and its enable is the shift and one of them.
         # ``fits`` is one comparison against a static limit: a level-0 loop's ``b0 < D - step``;
         # a level-1 loop's ``r1 < T0 - step`` and ``b0 + r1 < D - step``, with ``b0 + r1`` a
         # register of the odometer's (``pos_start``) moved along with its positions
@@ -108,11 +110,10 @@ class Controller:
         nxt_r1 = [Signal(COORD, name=f"nxt_r1_{d}") for d in LOOP_DIMS]
         pos_start = [Signal(COORD, name=f"pos_start_{d}") for d in LOOP_DIMS]
         nxt_start = [Signal(COORD, name=f"nxt_start_{d}") for d in LOOP_DIMS]
-        carry = [Signal(name=f"carry{i}") for i in range(len(s.loops) + 1)]
         m.d.comb += [nxt_b0[i].eq(pos_b0[i]) for i in range(4)]
         m.d.comb += [nxt_r1[i].eq(pos_r1[i]) for i in range(4)]
         m.d.comb += [nxt_start[i].eq(pos_start[i]) for i in range(4)]
-        m.d.comb += carry[len(s.loops)].eq(1)
+        wraps = Const(1)            # every loop inside this one wraps (from the comparisons)
         for idx in reversed(range(len(s.loops))):
             lv, d = s.loops[idx]
             di = LOOP_DIMS.index(d)
@@ -126,51 +127,56 @@ class Controller:
             plus = settled((cur + step)[:COORD], f"odo_plus{idx}")
             if lv == 0:
                 lim = g.static((g.D[d] - step_cfg).as_signed(), f"odo_lim{idx}")
-                fits = settled(cur < lim, f"odo_fits{idx}")
+                fits_now = wire(m, cur < lim, f"odo_fits{idx}_now")
             else:       # inside the level-0 tile and the layer: b0 + r1 + step < min(b0 + T0, D)
                 lim_t = g.static((g.T0[d] - step_cfg).as_signed(), f"odo_lim_t{idx}")
                 lim_d = g.static((g.D[d] - step_cfg).as_signed(), f"odo_lim_d{idx}")
-                fits = settled((cur < lim_t) & (pos_start[di] < lim_d), f"odo_fits{idx}")
+                fits_now = wire(m, (cur < lim_t) & (pos_start[di] < lim_d), f"odo_fits{idx}_now")
                 start_plus = settled((pos_start[di] + step)[:COORD], f"odo_start_plus{idx}")
-            with m.If(carry[idx + 1]):
+            fits = settled(fits_now, f"odo_fits{idx}")
+            reaches = settled(wraps, f"odo_carry{idx}")     # the carry reaches this loop
+            wraps = wraps & ~fits_now
+            with m.If(reaches):
                 with m.If(fits):
                     m.d.comb += nxt.eq(plus)
                     if lv == 1:
                         m.d.comb += nxt_start[di].eq(start_plus)
                 with m.Else():
-                    m.d.comb += [nxt.eq(0), carry[idx].eq(1)]
+                    m.d.comb += nxt.eq(0)
                     if lv == 1:     # r1 back to 0 (and b0 moved on, or not, by the outer loops)
                         m.d.comb += nxt_start[di].eq(nxt_b0[di])
-        last = carry[0]
+        last = settled(wraps, "odo_last")       # every loop wraps: the walk's last step
 
         with m.If(start):
             m.d.sync += [self.running.eq(1), self.done.eq(0), self.cycles.eq(0), more.eq(1),
                          pre.valid.eq(0), ld.valid.eq(0), cp.valid.eq(0), dr.valid.eq(0), go.eq(0)]
             m.d.sync += [p.eq(0) for p in pos_b0 + pos_r1 + pos_start]
+        # (the shift comes only while running, in every engine's last busy cycle: ``ready`` is
+        # a register of ``running``, and the cycle after ``done``'s has no work; it is decoded
+        # on its own, so its enables are the shift and a register or two)
+        with m.Elif(self.shift):
+            m.d.sync += [self.cycles.eq(self.cycles + 1), go.eq(1)]
+            # dr <- cp, cp <- ld, ld <- pre, pre <- pos, pos <- next
+            m.d.sync += [dr.valid.eq(cp.valid), dr.ends.eq(cp_ends), dr.bank_ps.eq(cp.bank_ps)]
+            m.d.sync += [a.eq(b) for a, b in zip(dr.b0 + dr.r1, cp.b0 + cp.r1)]
+            m.d.sync += [cp.valid.eq(ld.valid), cp.bank_in.eq(ld.bank_in),
+                         cp.bank_w.eq(ld.bank_w), cp.bank_ps.eq(ld.bank_ps)]
+            m.d.sync += [a.eq(b) for a, b in zip(cp.b0 + cp.r1, ld.b0 + ld.r1)]
+            m.d.sync += [ld.valid.eq(pre.valid), ld.ld_in.eq(pre.valid & new_in),
+                         ld.ld_w.eq(pre.valid & new_w),
+                         ld.bank_in.eq(ld.bank_in ^ new_in), ld.bank_w.eq(ld.bank_w ^ new_w),
+                         ld.bank_ps.eq(ld.bank_ps ^ (ld.valid & ld_ends))]
+            m.d.sync += [a.eq(b) for a, b in zip(ld.b0 + ld.r1, pre.b0 + pre.r1)]
+            m.d.sync += pre.valid.eq(more)
+            m.d.sync += [a.eq(b) for a, b in zip(pre.b0 + pre.r1, pos_b0 + pos_r1)]
+            with m.If(more):
+                m.d.sync += [a.eq(b) for a, b in zip(pos_b0 + pos_r1 + pos_start,
+                                                     nxt_b0 + nxt_r1 + nxt_start)]
+                m.d.sync += more.eq(~last)
         with m.Elif(self.running):
             m.d.sync += [self.cycles.eq(self.cycles + 1), go.eq(0)]
-            with m.If(~self.engines_continue):      # this is every engine's last busy cycle
-                with m.If(self.shift):
-                    m.d.sync += go.eq(1)
-                    # dr <- cp, cp <- ld, ld <- pre, pre <- pos, pos <- next
-                    m.d.sync += [dr.valid.eq(cp.valid), dr.ends.eq(cp_ends), dr.bank_ps.eq(cp.bank_ps)]
-                    m.d.sync += [a.eq(b) for a, b in zip(dr.b0 + dr.r1, cp.b0 + cp.r1)]
-                    m.d.sync += [cp.valid.eq(ld.valid), cp.bank_in.eq(ld.bank_in),
-                                 cp.bank_w.eq(ld.bank_w), cp.bank_ps.eq(ld.bank_ps)]
-                    m.d.sync += [a.eq(b) for a, b in zip(cp.b0 + cp.r1, ld.b0 + ld.r1)]
-                    m.d.sync += [ld.valid.eq(pre.valid), ld.ld_in.eq(pre.valid & new_in),
-                                 ld.ld_w.eq(pre.valid & new_w),
-                                 ld.bank_in.eq(ld.bank_in ^ new_in), ld.bank_w.eq(ld.bank_w ^ new_w),
-                                 ld.bank_ps.eq(ld.bank_ps ^ (ld.valid & ld_ends))]
-                    m.d.sync += [a.eq(b) for a, b in zip(ld.b0 + ld.r1, pre.b0 + pre.r1)]
-                    m.d.sync += pre.valid.eq(more)
-                    m.d.sync += [a.eq(b) for a, b in zip(pre.b0 + pre.r1, pos_b0 + pos_r1)]
-                    with m.If(more):
-                        m.d.sync += [a.eq(b) for a, b in zip(pos_b0 + pos_r1 + pos_start,
-                                                             nxt_b0 + nxt_r1 + nxt_start)]
-                        m.d.sync += more.eq(~last)
-                with m.Elif(~work & ~hold & ~self.flushing):    # (the last writes landed)
-                    m.d.sync += [self.running.eq(0), self.done.eq(1)]
+            with m.If(~self.engines_continue & ~work & ~hold & ~self.flushing):    # (the last writes landed)
+                m.d.sync += [self.running.eq(0), self.done.eq(1)]
 
     def ahead(self, m: Module, which: str, name: str, a1, a2=None, b1=None, b2=None):
         """A quantity of the step of descriptor ``which`` (``"ld"``, ``"cp"``, ``"dr"``), as a

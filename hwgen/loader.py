@@ -28,9 +28,9 @@ __all__ = ["Loader"]
 @dataclass
 class Loader:
     continues: Signal       # still busy next cycle (an issue is followed by its capture, four cycles later)
-    next_len: Signal        # the PEs' lanes register holds, next cycle, words on lanes 0 .. next_len-1
-    #                         (a register; 0: none): lane_data holds them now
-    next_weight: Signal     # ... of which tensor: 0 input, 1 weight
+    early_len: Signal       # the PEs' lanes register holds, two cycles later, words on lanes
+    #                         0 .. early_len-1 (a register; 0: none): lane_data holds them next cycle
+    early_weight: Signal    # ... of which tensor: 0 input, 1 weight
     lane_addr: Signal       # lane 0's L2 address (lane j carries the word at lane_addr + j)
     lane_data: Signal       # W words, lane j in bits [8j, 8j+8) (each PE registers them at its input)
     issue_rel: Signal       # the issue's address from its box's first word, a cycle after the issue
@@ -70,10 +70,15 @@ class Loader:
                            "k": (k_s * crs)[:A], "cw": (c_s * rs)[:A]}
             return out
 
+        # rows * in_cols of a box of full rows = y_n * row_step + (R * in_cols - row_step): a
+        # product in the span stage and a sum in the box stage, not a product then choices
+        filter_rows = g.static((R * in_cols)[:A], "in_filter_rows", A)
+        rows_extra = g.static((filter_rows - row_step)[:A], "in_rows_extra", A)
+
         def spans(p):
             k_n, c_n, y_n, x_n = (p[d]["ext"] for d in LOOP_DIMS)
             pr = p["prod"]
-            return {"k_n": k_n, "c_n": c_n,
+            return {"k_n": k_n, "c_n": c_n, "y_rows": (y_n * row_step)[:A],
                     "rows": span(y_n, sy, R, s.max_stride)[:COORD],      # rows x cols of c_n channels
                     "cols": span(x_n, sx, S, s.max_stride)[:COORD],      # from (c_s, y_s * sy, x_s * sx)
                     "in_base": (pr["c"] + pr["y"] + pr["x"])[:A], "w_base": (pr["k"] + pr["cw"])[:A],
@@ -85,7 +90,7 @@ class Loader:
             full = full_cols & (p["rows"] == in_rows)
             in_box = {"base": p["in_base"], "n_outer": Mux(full, 1, p["c_n"]), "outer_stride": plane,
                       "n_inner": Mux(full_cols, 1, p["rows"]), "inner_stride": in_cols,
-                      "run": Mux(full, p["c_plane"], Mux(full_cols, p["rows"] * in_cols, p["cols"]))}
+                      "run": Mux(full, p["c_plane"], Mux(full_cols, p["y_rows"] + rows_extra, p["cols"]))}
             # the weight box: k_n filters x c_n channels x R x S from (k_s, c_s)
             w_box = {"base": p["w_base"], "n_outer": Mux(p["w_full"], 1, p["k_n"]),
                      "outer_stride": crs, "n_inner": Const(1, COORD), "inner_stride": Const(0, A),
@@ -169,15 +174,15 @@ class Loader:
         # broadcast to the PEs, each of which registers them at its input and captures them
         # the cycle after: the broadcast's wires run from register to register.
         assert TIMING.load_latency_cycles == 5, "a cycle to take the box, then four register stages (hwgen/loader.py)"
-        # (what the lanes carry is told to the PEs a cycle before they capture them: how many,
-        # which tensor; the issue's offset two cycles after the issue, hwgen/pe.py)
+        # (what the lanes carry is told to the PEs two cycles before they capture them, which
+        # register it as they do the lanes: how many, which tensor; the issue's offset two
+        # cycles after the issue, hwgen/pe.py)
         issued, count = Signal(name="lane_valid_d1"), Signal(8, name="lane_count_d1")
-        weights = [Signal(name=f"lane_weight_d{k}") for k in (1, 2, 3)]
+        weights = [Signal(name=f"lane_weight_d{k}") for k in (1, 2)]
         addrs = [Signal(A, name=f"lane_addr_d{k}") for k in (1, 2, 3)]
         m.d.sync += [issued.eq(issuing), count.eq(length), weights[0].eq(cur_weight), weights[1].eq(weights[0]),
-                     weights[2].eq(weights[1]), addrs[0].eq(addr), addrs[1].eq(addrs[0]), addrs[2].eq(addrs[1])]
-        len_d2 = registered(m, Mux(issued, count, 0), "lane_len_d2", 8)
-        next_len = registered(m, len_d2, "lane_len_next", 8)
+                     addrs[0].eq(addr), addrs[1].eq(addrs[0]), addrs[2].eq(addrs[1])]
+        early_len = registered(m, Mux(issued, count, 0), "lane_len_d2", 8)
         issued_d2 = registered(m, issued, "lane_valid_d2")
         issue_rel = registered(m, rel, "l_issue_rel_d1", A)
         banked = Signal(8 * W, name="noc_banked")          # bank b's word in bits [8b, 8b+8)
@@ -192,4 +197,4 @@ class Loader:
         last_issue = wire(m, box_done & (l_weight | ~ld.ld_w), "l_last_issue")
         issuing_next = starts | (issuing & ~last_issue)
         continues = registered(m, ctl.go_next["load"] | issuing_next | issuing | issued | issued_d2, "l_continues")
-        return cls(continues, next_len, weights[2], addrs[2], lane_data, issue_rel, in_base, w_base, strides)
+        return cls(continues, early_len, weights[1], addrs[2], lane_data, issue_rel, in_base, w_base, strides)

@@ -33,7 +33,7 @@ from amaranth.lib.wiring import In, Out
 
 from costmodel.hwgen_preset.rules import input_span, l1_words
 
-from .common import registered, wire
+from .common import pipe, registered, wire
 
 __all__ = ["PE", "PE_MODULE", "align_row", "pe_instance", "pick", "row_window"]
 
@@ -106,8 +106,8 @@ class PE(wiring.Component):
         A = abits
         super().__init__({
             # -- load: the NoC's lanes, this PE's distance from lane 0 and its tile in the step loaded
-            "lane_len": In(range(lanes + 1)),           # next cycle, lanes 0 .. lane_len-1 hold words (0: none)
-            "lane_weight": In(1),                       # next cycle's tensor on the bus: 0 input, 1 weight
+            "lane_len": In(range(lanes + 1)),           # in two cycles, lanes 0 .. lane_len-1 hold words (0: none)
+            "lane_weight": In(1),                       # ... of which tensor: 0 input, 1 weight
             "lane_data": In(unsigned(8 * lanes)),
             "ld_bank_in": In(1), "ld_bank_w": In(1),
             "in_delta": In(A), "w_delta": In(A),        # (this PE's first word - lane 0's two cycles later) mod 2**A
@@ -146,11 +146,14 @@ class PE(wiring.Component):
         # Row ofs: its first word is at lane v - (n - 1) (n: the row's length in L1), v = delta +
         # ofs mod 2**A; a word of the row is on the lanes only when v < lanes + n - 1.
         A, W = self.abits, self.lanes
+        # (the lanes' count and tensor come two cycles before the lanes, registered here)
+        lane_len = pipe(m, self.lane_len, "lane_len_r")
+        lane_weight = pipe(m, self.lane_weight, "lane_weight_r")
         in_lanes = {"input": [], "weight": []}       # (row valid, v, row length n, words [(i, inner, inside)])
         i = 0
         for c_l in range(t["C"]):
             for y_l in range(rows):
-                ok = (~self.lane_weight) & (c_l < self.ld_cn) & (y_l < self.ld_yn)
+                ok = (~lane_weight) & (c_l < self.ld_cn) & (y_l < self.ld_yn)
                 v = wire(m, (self.in_delta + getattr(self, f"in_ofs_{c_l}_{y_l}"))[:A], f"in_v_{c_l}_{y_l}", A)
                 in_lanes["input"].append((ok, v, cols, [(i + x, x, x < self.ld_xn) for x in range(cols)]))
                 i += cols
@@ -158,7 +161,7 @@ class PE(wiring.Component):
         for k_l in range(t["K"]):
             for c_l in range(t["C"]):
                 for r in range(t["R"]):
-                    ok = self.lane_weight & (k_l < self.ld_kn) & (c_l < self.ld_cn) & (r < self.filt_r)
+                    ok = lane_weight & (k_l < self.ld_kn) & (c_l < self.ld_cn) & (r < self.filt_r)
                     v = wire(m, (self.w_delta + getattr(self, f"w_ofs_{k_l}_{c_l}_{r}"))[:A],
                              f"w_v_{k_l}_{c_l}_{r}", A)
                     in_lanes["weight"].append((ok, v, t["S"], [(i + s_, s_, s_ < self.filt_s) for s_ in range(t["S"])]))
@@ -170,41 +173,41 @@ class PE(wiring.Component):
         # ``inner`` of a shifter of ``N >= n`` words driven with ``lo + (N - n)``.
         # The distance, the lanes' count and tensor come early: ``v`` two cycles before the
         # lanes (the window is a register a cycle before them), the count and tensor a cycle
-        # before, so which words each L1 word takes is a register when the lanes arrive, and
-        # only the lanes' data (aligned) reach it then.
+        # before, so which words each L1 word takes, and each shifter's shift, are registers
+        # when the lanes arrive, and only the lanes' data reach the shifters then.
         windows = {}
         for name in ("input", "weight"):
             for row, (ok, v, n, words) in enumerate(in_lanes[name]):
                 wb = row_window(n, W)
                 near = registered(m, v < W + n - 1, f"{name}_near{row}_r")
                 lo = registered(m, v[:wb], f"{name}_lo{row}_r")
-                windows[name, row] = (wire(m, ok & near, f"{name}_near{row}"), lo,
-                                      registered(m, lo, f"{name}_lo{row}"), wb)
-        lane_weight = registered(m, self.lane_weight, "lane_weight_r")      # the lanes' tensor
-        lane_data = registered(m, self.lane_data, "lane_data_r")            # the broadcast's end register
+                windows[name, row] = (wire(m, ok & near, f"{name}_near{row}"), lo, wb)
+        lane_data = pipe(m, self.lane_data, "lane_data_r")                  # the broadcast's end register
         aligned_rows = {}
         for p in range(max(len(in_lanes["input"]), len(in_lanes["weight"]))):
             users = [(name, in_lanes[name][p][2]) for name in ("input", "weight") if p < len(in_lanes[name])]
             N = max(n for _, n in users)
             wbN = row_window(N, W)
 
+            # (the shift is a register, worked out a cycle before the lanes from the window and
+            # the tensor, which come early: the shifter's muxes read registers only)
             def shifted(name, n):
-                lo = windows[name, p][2]
+                lo = windows[name, p][1]
                 return (lo + (N - n))[:wbN] if N > n else lo
             if len(users) == 1:
-                q = shifted(*users[0])
+                q = registered(m, shifted(*users[0]), f"row{p}_q", wbN)
             else:
-                q = wire(m, Mux(lane_weight, shifted(*users[1]), shifted(*users[0])), f"row{p}_q", wbN)
+                q = registered(m, Mux(lane_weight, shifted(*users[1]), shifted(*users[0])), f"row{p}_q", wbN)
             aligned = align_row(m, lane_data, W, N, q, f"row{p}")
             for name, _ in users:
                 aligned_rows[name, p] = aligned
         for name, bank in (("input", self.ld_bank_in), ("weight", self.ld_bank_w)):
             for row, (ok, v, n, words) in enumerate(in_lanes[name]):
-                near, lo, _, wb = windows[name, row]
+                near, lo, wb = windows[name, row]
                 aligned = aligned_rows[name, row]
                 for idx, inner, inside in words:
                     pos = wire(m, (lo + inner)[:wb + 1], f"{name}{idx}_pos", wb + 1)
-                    on_lanes = pos < self.lane_len + (n - 1)
+                    on_lanes = pos < lane_len + (n - 1)
                     if n > 1:
                         on_lanes = on_lanes & (pos >= n - 1)
                     hit = registered(m, near & inside & on_lanes, f"{name}{idx}_hit")
@@ -224,11 +227,11 @@ class PE(wiring.Component):
                 return wire(m, Mux(bank, regs[name][1][0], regs[name][0][0]), tag, shape)
             return wire(m, Mux(bank, pick(regs[name][1], addr), pick(regs[name][0], addr)), tag, shape)
         # (the operands' banks: the step's, registered here with the addresses)
-        bank_in = registered(m, self.cp_bank_in, "cp_bank_in_r")
-        bank_w = registered(m, self.cp_bank_w, "cp_bank_w_r")
-        rd_in = [registered(m, getattr(self, f"rd_in_{j}"), f"rd_in_r{j}") for j in range(self.simd)]
-        rd_w = [registered(m, getattr(self, f"rd_w_{j}"), f"rd_w_r{j}") for j in range(self.simd)]
-        rd_on = registered(m, self.rd_on, "rd_on_r")
+        bank_in = pipe(m, self.cp_bank_in, "cp_bank_in_r")
+        bank_w = pipe(m, self.cp_bank_w, "cp_bank_w_r")
+        rd_in = [pipe(m, getattr(self, f"rd_in_{j}"), f"rd_in_r{j}") for j in range(self.simd)]
+        rd_w = [pipe(m, getattr(self, f"rd_w_{j}"), f"rd_w_r{j}") for j in range(self.simd)]
+        rd_on = pipe(m, self.rd_on, "rd_on_r")
         x_r = [Signal(signed(8), name=f"x_r{j}") for j in range(self.simd)]
         w_r = [Signal(signed(8), name=f"w_r{j}") for j in range(self.simd)]
         on_r = Signal(self.simd, name="on_r")
@@ -245,9 +248,9 @@ class PE(wiring.Component):
         we = [Signal(name=f"mac_we{k}") for k in (1, 2)]            # stage 1, 2 of the issue
         addr = [Signal.like(self.ps_addr, name=f"ps_addr{k}") for k in (1, 2)]
         bank = [Signal(name=f"ps_bank{k}") for k in (1, 2)]
-        mac_en = registered(m, self.mac_en, "mac_en_r")
-        ps_addr = registered(m, self.ps_addr, "ps_addr_r")
-        bank_ps = registered(m, self.cp_bank_ps, "cp_bank_ps_r")
+        mac_en = pipe(m, self.mac_en, "mac_en_r")
+        ps_addr = pipe(m, self.ps_addr, "ps_addr_r")
+        bank_ps = pipe(m, self.cp_bank_ps, "cp_bank_ps_r")
         m.d.sync += [we[0].eq(mac_en), addr[0].eq(ps_addr), bank[0].eq(bank_ps),
                      we[1].eq(we[0]), addr[1].eq(addr[0]), bank[1].eq(bank[0]), prod_r.eq(products[0])]
         we_r, addr_r, bank_r = we[1], addr[1], bank[1]
