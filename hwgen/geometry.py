@@ -70,8 +70,9 @@ class Geometry:
         odometer's limits and the tile offsets (stage 1) from the cycle after ``start``; the
         loader's strides (stage 2 at most) from the first shift, two cycles after; the compute
         engine's (stage 2) from the first ``go``; the PEs' classes' first words (stages 3 to
-        5) from the first issue of a load, at least five cycles after ``start``, and their row
-        offsets (stages 3 and 4) a cycle later (``docs/timing.md``)."""
+        5) from the cycle after the first issue of a load, at least six cycles after ``start``,
+        and their row offsets (stages 3 and 4, and a register at each PE) a cycle later
+        (``docs/timing.md``)."""
         value = Value.cast(expr)
         reg = Signal(shape if shape is not None else value.shape(), name=name)
         self.m.d.sync += reg.eq(value)

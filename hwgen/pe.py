@@ -144,7 +144,8 @@ class PE(wiring.Component):
 
         # ---- capture from the NoC --------------------------------------------------------
         # Row ofs: its first word is at lane v - (n - 1) (n: the row's length in L1), v = delta +
-        # ofs mod 2**A; a word of the row is on the lanes only when v < lanes + n - 1.
+        # ofs mod 2**A; a word of the row is on the lanes only when v < lanes + n - 1.  (The
+        # rows' offsets are static registers of the top level, registered again here.)
         A, W = self.abits, self.lanes
         # (the lanes' count and tensor come two cycles before the lanes, registered here)
         lane_len = pipe(m, self.lane_len, "lane_len_r")
@@ -154,7 +155,8 @@ class PE(wiring.Component):
         for c_l in range(t["C"]):
             for y_l in range(rows):
                 ok = (~lane_weight) & (c_l < self.ld_cn) & (y_l < self.ld_yn)
-                v = wire(m, (self.in_delta + getattr(self, f"in_ofs_{c_l}_{y_l}"))[:A], f"in_v_{c_l}_{y_l}", A)
+                ofs = pipe(m, getattr(self, f"in_ofs_{c_l}_{y_l}"), f"in_ofs_r_{c_l}_{y_l}")
+                v = wire(m, (self.in_delta + ofs)[:A], f"in_v_{c_l}_{y_l}", A)
                 in_lanes["input"].append((ok, v, cols, [(i + x, x, x < self.ld_xn) for x in range(cols)]))
                 i += cols
         i = 0
@@ -162,7 +164,8 @@ class PE(wiring.Component):
             for c_l in range(t["C"]):
                 for r in range(t["R"]):
                     ok = lane_weight & (k_l < self.ld_kn) & (c_l < self.ld_cn) & (r < self.filt_r)
-                    v = wire(m, (self.w_delta + getattr(self, f"w_ofs_{k_l}_{c_l}_{r}"))[:A],
+                    ofs = pipe(m, getattr(self, f"w_ofs_{k_l}_{c_l}_{r}"), f"w_ofs_r_{k_l}_{c_l}_{r}")
+                    v = wire(m, (self.w_delta + ofs)[:A],
                              f"w_v_{k_l}_{c_l}_{r}", A)
                     in_lanes["weight"].append((ok, v, t["S"], [(i + s_, s_, s_ < self.filt_s) for s_ in range(t["S"])]))
                     i += t["S"]
