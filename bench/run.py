@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -99,7 +100,8 @@ def bench_rtl_resources(hardware: str, target: str = "ecp5", place_top: bool = F
     LFE5U-85F where installed: the PE module alone with its ports registered (it is what the
     array replicates, and its ports would not fit the package), and with ``place_top`` the whole
     top level too (its host-bus ports fit; pins unconstrained; tiny: synthesis ~1 min, placement
-    and routing by router2 ~4 min on the 2-core machine; ``ACCELGEN_BENCH_PNR_TOP=0`` skips it)."""
+    and routing by router2 ~4 min on the 2-core machine; ``ACCELGEN_BENCH_PNR_TOP=0`` skips it), the
+    median of ``ACCELGEN_BENCH_PNR_SEEDS`` placements (3; two run at a time)."""
     import tempfile
 
     from accelgen.synth import nextpnr_missing, place_and_route, synthesize_design, yosys_missing
@@ -132,19 +134,29 @@ def bench_rtl_resources(hardware: str, target: str = "ecp5", place_top: bool = F
         if missing:
             print(f"rtl_fmax_mhz: not measured ({missing})")
             return
-        placed = [("rtl_fmax_mhz", PE_MODULE, True, f"kcp on {hardware}: {PE_MODULE} alone, ports registered")]
+        # (one placement's Fmax moves by about +-10 % with the seed: the whole top is placed
+        # with several, two at a time, and the median printed with the range)
+        seeds = max(1, int(os.environ.get("ACCELGEN_BENCH_PNR_SEEDS", "3")))
+        placed = [("rtl_fmax_mhz", PE_MODULE, True, f"kcp on {hardware}: {PE_MODULE} alone, ports registered", (1,))]
         whole = f"kcp on {hardware}: whole {TOP}, {hw.num_pes} PEs, pins unconstrained"
         top_wanted = place_top and os.environ.get("ACCELGEN_BENCH_PNR_TOP", "1") != "0"
         if top_wanted:
-            placed.append(("rtl_fmax_mhz_top", TOP, False, whole))
-        for name, top, registered, what in placed:
+            placed.append(("rtl_fmax_mhz_top", TOP, False, whole, tuple(range(1, seeds + 1))))
+        for name, top, registered, what, run_seeds in placed:
+            def run(seed, top=top, registered=registered):
+                return place_and_route(verilog, top, "ecp5", freq_mhz=hw.clock_mhz, registered_io=registered,
+                                       seed=seed)
             try:
-                pr = place_and_route(verilog, top, "ecp5", freq_mhz=hw.clock_mhz, registered_io=registered)
+                with ThreadPoolExecutor(max_workers=min(2, len(run_seeds))) as pool:
+                    runs = list(pool.map(run, run_seeds))
             except AccelgenError as exc:
                 print(f"{name}: not measured ({what}: {exc})")
                 continue
+            pr = sorted(runs, key=lambda r: r.fmax_mhz)[len(runs) // 2]        # the median run
             used, available = pr.utilisation.get("TRELLIS_COMB", (0, 0))
-            print(f"{name}: {pr.fmax_mhz:.1f} MHz (ecp5 {pr.part}, {what}; target {pr.freq_mhz:g} MHz; "
+            spread = (f"median of seeds {run_seeds[0]}-{run_seeds[-1]}: "
+                      + ", ".join(f"{r.fmax_mhz:.1f}" for r in runs) + "; " if len(runs) > 1 else "")
+            print(f"{name}: {pr.fmax_mhz:.1f} MHz (ecp5 {pr.part}, {what}; {spread}target {pr.freq_mhz:g} MHz; "
                   f"{used / max(available, 1):.1%} of LUT cells; synthesis + P&R {pr.seconds:.0f} s)")
         if place_top and not top_wanted:
             print(f"rtl_fmax_mhz_top: not measured ({whole}: ACCELGEN_BENCH_PNR_TOP=0)")
