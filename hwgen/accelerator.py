@@ -98,7 +98,7 @@ class _PerClass:
                  compute: Compute, steps: dict[str, list]):
         self.m, self.s, self.g, self.ctl, self.loader, self.compute, self.steps = m, s, g, ctl, loader, compute, steps
         self.cache: dict = {}
-        A = len(loader.lane_addr)
+        A = len(loader.issue_rel)
         self.A = A
         self.rows: dict[str, Signal] = {}
 
@@ -108,11 +108,10 @@ class _PerClass:
         return self.cache[key]
 
     def _to_pes(self, value, name: str):
-        """A register of a step descriptor's ``value`` for the PEs: a descriptor changes at the
-        shift, whose logic sits with the controller, and the PEs are spread over the device, so
-        the broadcast starts from a register of its own (the PEs read it a cycle later than the
-        descriptor: the loader's captures come four cycles after its issues, and the operand
-        banks are registered again at each PE)."""
+        """A register of a step descriptor's ``value`` for the PEs' capture: a descriptor changes
+        at the shift, whose logic sits with the controller, and the PEs are spread over the
+        device, so the broadcast starts from a register of its own (a cycle later than the
+        descriptor is in time: the captures come four cycles after the loader's issues)."""
         return self._once(("to_pes", name), lambda: registered(self.m, value, f"{name}_pes"))
 
     def _unit_key(self, dims, u0: int, u1: int) -> tuple[int, int]:
@@ -153,10 +152,10 @@ class _PerClass:
     def _delta(self, name: str, u0: int, u1: int):
         """(the PE's first word of ``name`` - lane 0's address) mod 2**A, a register: the class's
         first word is the box's plus its units' steps (a static register), and lane 0's is the
-        box's plus the issue's offset in it (``issue_rel``), so the difference is taken at the
-        issue, three cycles before the lanes, from registers; the PE adds its rows' offsets to
-        it and registers where each row is on the lanes, then which of its words each L1 word
-        takes (``hwgen/pe.py``)."""
+        box's plus the issue's offset in it (``issue_rel``, a cycle after the issue), so the
+        difference is taken from registers, two cycles before the PEs' lanes register holds
+        the issue's words; the PE adds its rows' offsets to it and registers where each row is
+        on the lanes, then which of its words each L1 word takes (``hwgen/pe.py``)."""
         loader, m, A = self.loader, self.m, self.A
         k0, k1 = self._unit_key(tuple(loader.strides[name]), u0, u1)
 

@@ -34,8 +34,7 @@ class Compute:
     rd_w: list              # ... of its weight
     rd_on: Signal           # bit j: lane j's filter position is inside the filter
     ps_addr: Signal         # the L1 address of the partial sum
-    banks: dict             # "bank_in" / "bank_w" of the step computed (the PEs register them), "bank_ps"
-    #                         (registered with the addresses)
+    banks: dict             # "bank_in" / "bank_w" / "bank_ps" of the step computed, registered with them
 
     @classmethod
     def build(cls, m: Module, s: HwStructure, g: Geometry, ctl: Controller) -> "Compute":
@@ -113,11 +112,7 @@ class Compute:
         issue_r = bcast(c_issue, "c_issue_r")
         rd_in = [bcast(a, f"rd_in{j}_r") for j, a in enumerate(rd_in)]
         rd_w = [bcast(a, f"rd_w{j}_r") for j, a in enumerate(rd_w)]
-        # (the operands' banks go to the PEs a cycle before the addresses, a register of the
-        # step's descriptor's, and each PE registers them itself: its read of L1 is then off
-        # the broadcast's wires)
-        banks = {"bank_in": bcast(cp.bank_in, "cp_bank_in_r"), "bank_w": bcast(cp.bank_w, "cp_bank_w_r"),
-                 "bank_ps": bcast(cp.bank_ps, "cp_bank_ps_r")}
+        banks = {name: bcast(getattr(cp, name), f"cp_{name}_r") for name in ("bank_in", "bank_w", "bank_ps")}
         return cls(c_continues, c_issue, issue_r, mac, rs, rd_in, rd_w,
                    bcast(rd_on, "rd_on_r"), bcast(ps_addr, "ps_addr_r"), banks)
 

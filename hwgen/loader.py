@@ -31,10 +31,9 @@ class Loader:
     early_len: Signal       # the PEs' lanes register holds, two cycles later, words on lanes
     #                         0 .. early_len-1 (a register; 0: none): lane_data holds them next cycle
     early_weight: Signal    # ... of which tensor: 0 input, 1 weight
-    lane_addr: Signal       # lane 0's L2 address (lane j carries the word at lane_addr + j)
     lane_data: Signal       # W words, lane j in bits [8j, 8j+8) (each PE registers them at its input)
-    issue_rel: Signal       # the issue's address from its box's first word, a cycle after the issue
-    #                         (lane_addr's, two cycles before the lanes reach lane_data)
+    issue_rel: Signal       # the issue's L2 address (lane 0's) from its box's first word, a cycle
+    #                         after the issue (two cycles before the lanes reach lane_data)
     in_base: Signal         # L2 address of the input box's first word (PE (0, 0)'s tile)
     w_base: Signal          # ... of the weight box
     strides: dict           # tensor -> loop dim -> L2 words between neighbouring positions along it
@@ -179,9 +178,9 @@ class Loader:
         # cycles after the issue, hwgen/pe.py)
         issued, count = Signal(name="lane_valid_d1"), Signal(8, name="lane_count_d1")
         weights = [Signal(name=f"lane_weight_d{k}") for k in (1, 2)]
-        addrs = [Signal(A, name=f"lane_addr_d{k}") for k in (1, 2, 3)]
+        addrs = [Signal(A, name=f"lane_addr_d{k}") for k in (1, 2)]
         m.d.sync += [issued.eq(issuing), count.eq(length), weights[0].eq(cur_weight), weights[1].eq(weights[0]),
-                     addrs[0].eq(addr), addrs[1].eq(addrs[0]), addrs[2].eq(addrs[1])]
+                     addrs[0].eq(addr), addrs[1].eq(addrs[0])]
         early_len = registered(m, Mux(issued, count, 0), "lane_len_d2", 8)
         issued_d2 = registered(m, issued, "lane_valid_d2")
         issue_rel = registered(m, rel, "l_issue_rel_d1", A)
@@ -197,4 +196,4 @@ class Loader:
         last_issue = wire(m, box_done & (l_weight | ~ld.ld_w), "l_last_issue")
         issuing_next = starts | (issuing & ~last_issue)
         continues = registered(m, ctl.go_next["load"] | issuing_next | issuing | issued | issued_d2, "l_continues")
-        return cls(continues, early_len, weights[1], addrs[2], lane_data, issue_rel, in_base, w_base, strides)
+        return cls(continues, early_len, weights[1], lane_data, issue_rel, in_base, w_base, strides)

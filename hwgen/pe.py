@@ -123,8 +123,7 @@ class PE(wiring.Component):
             **{f"rd_w_{j}": In(range(max(2, self.words["weight"]))) for j in range(simd)},
             "rd_on": In(simd),                          # lane j's filter position is inside the filter
             "ps_addr": In(range(max(2, self.words["output"]))),
-            "cp_bank_in": In(1), "cp_bank_w": In(1),    # (with the addresses, the step's)
-            "cp_bank_ps": In(1),
+            "cp_bank_in": In(1), "cp_bank_w": In(1), "cp_bank_ps": In(1),
             # -- drain
             "dr_en": In(1), "dr_bank": In(1),
             "dr_addr": In(range(max(2, self.words["output"]))),   # words dr_addr .. dr_addr+dr_len-1
@@ -229,7 +228,7 @@ class PE(wiring.Component):
             if len(regs[name][0]) == 1:
                 return wire(m, Mux(bank, regs[name][1][0], regs[name][0][0]), tag, shape)
             return wire(m, Mux(bank, pick(regs[name][1], addr), pick(regs[name][0], addr)), tag, shape)
-        # (the operands' banks: the step's, registered here with the addresses)
+        # (the operands' banks, registered with the addresses)
         bank_in = pipe(m, self.cp_bank_in, "cp_bank_in_r")
         bank_w = pipe(m, self.cp_bank_w, "cp_bank_w_r")
         rd_in = [pipe(m, getattr(self, f"rd_in_{j}"), f"rd_in_r{j}") for j in range(self.simd)]
