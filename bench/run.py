@@ -97,14 +97,16 @@ def bench_hwgen_steps(min_seconds: float = 1.0) -> tuple[float, float]:
 def bench_rtl_resources(hardware: str, target: str = "ecp5", place_top: bool = False) -> None:
     """FPGA resources of the generated ``kcp`` design on ``hardware`` (Yosys ``synth_<target>``:
     one PE and the shared parts), the time to emit its Verilog, and its Fmax by nextpnr on an
-    LFE5U-85F where installed: the PE module alone with its ports registered (it is what the
-    array replicates, and its ports would not fit the package), and with ``place_top`` the whole
-    top level too (its host-bus ports fit; pins unconstrained; tiny: synthesis ~1 min, placement
+    smallest ECP5 the whole design fits with room (``accelgen.synth.smallest_device``: tiny on an
+    LFE5U-45F, small on none, so the LFE5U-85F) where installed: the PE module alone with its ports
+    registered (it is what the array replicates, and its ports would not fit the package), and
+    with ``place_top`` the whole top level too (its host-bus ports fit; only the clock's pin
+    constrained; tiny: synthesis ~1 min, placement
     and routing by router2 ~4 min on the 2-core machine; ``ACCELGEN_BENCH_PNR_TOP=0`` skips it), the
     median of ``ACCELGEN_BENCH_PNR_SEEDS`` placements (3; two run at a time)."""
     import tempfile
 
-    from accelgen.synth import nextpnr_missing, place_and_route, synthesize_design, yosys_missing
+    from accelgen.synth import nextpnr_missing, place_and_route, smallest_device, synthesize_design, yosys_missing
     from costmodel.dataflow.spec import resolve_dataflow
     from costmodel.workload import parse_layer_spec
     from hwgen.emit import TOP, emit_design
@@ -137,6 +139,8 @@ def bench_rtl_resources(hardware: str, target: str = "ecp5", place_top: bool = F
         # (one placement's Fmax moves by about +-10 % with the seed: the whole top is placed
         # with several, two at a time, and the median printed with the range)
         seeds = max(1, int(os.environ.get("ACCELGEN_BENCH_PNR_SEEDS", "3")))
+        # (on the smallest ECP5 the whole design fits with room, as an engineer would pick it)
+        device = smallest_device(r.total)
         placed = [("rtl_fmax_mhz", PE_MODULE, True, f"kcp on {hardware}: {PE_MODULE} alone, ports registered", (1,))]
         whole = f"kcp on {hardware}: whole {TOP}, {hw.num_pes} PEs, pins unconstrained"
         top_wanted = place_top and os.environ.get("ACCELGEN_BENCH_PNR_TOP", "1") != "0"
@@ -144,8 +148,8 @@ def bench_rtl_resources(hardware: str, target: str = "ecp5", place_top: bool = F
             placed.append(("rtl_fmax_mhz_top", TOP, False, whole, tuple(range(1, seeds + 1))))
         for name, top, registered, what, run_seeds in placed:
             def run(seed, top=top, registered=registered):
-                return place_and_route(verilog, top, "ecp5", freq_mhz=hw.clock_mhz, registered_io=registered,
-                                       seed=seed)
+                return place_and_route(verilog, top, "ecp5", device=device, freq_mhz=hw.clock_mhz,
+                                       registered_io=registered, seed=seed)
             try:
                 with ThreadPoolExecutor(max_workers=min(2, len(run_seeds))) as pool:
                     runs = list(pool.map(run, run_seeds))

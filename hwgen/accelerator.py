@@ -17,7 +17,7 @@ from amaranth.lib.wiring import In, Out
 from costmodel.hwgen_preset.rules import LOOP_DIMS, host_offset_bits, l2_address_bits
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, registered, span, times, wire
+from .common import COORD, by_stride, registered, span, times, wire
 from .compute import ORDER, Compute
 from .controller import Controller
 from .drain import Drain, drain_lanes
@@ -55,9 +55,9 @@ class Accelerator(wiring.Component):
         s = self.s
         g = Geometry(m, s)
         ctl = Controller.build()
-        m.d.comb += [self.busy.eq(ctl.running), self.done.eq(ctl.done)]
+        m.d.comb += [self.busy.eq(ctl.busy), self.done.eq(ctl.done)]
         l2 = L2.build(m, self.l2_words, s.noc_words_per_cycle)
-        bus = HostBus.build(m, self, g, l2, s.noc_words_per_cycle, ctl.running, ctl.done, ctl.cycles)
+        bus = HostBus.build(m, self, g, l2, s.noc_words_per_cycle, ctl.busy, ctl.done, ctl.cycles)
         ctl.elaborate(m, s, g, bus.start)
         loader = Loader.build(m, s, g, ctl, l2, self.abits)
         compute = Compute.build(m, s, g, ctl)
@@ -81,8 +81,13 @@ class Accelerator(wiring.Component):
             out[name] = []
             for lv, T in enumerate((g.T0, g.T1)):
                 d = self.s.spatial[lv]
-                out[name].append(g.static((T[d] * by_dim[d])[:self.abits], f"{name}_unit{lv}", self.abits)
-                                 if d in by_dim else Const(0, self.abits))
+                if d not in by_dim:
+                    out[name].append(Const(0, self.abits))
+                elif by_dim[d] is g.stride_x:       # (a stride: a choice of constant multiples)
+                    out[name].append(g.static(by_stride(T[d], g.stride_x, self.s.max_stride)[:self.abits],
+                                              f"{name}_unit{lv}", self.abits))
+                else:
+                    out[name].append(g.static_product(T[d], by_dim[d], f"{name}_unit{lv}", self.abits))
         return out
 
 

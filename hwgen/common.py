@@ -3,9 +3,10 @@ constant multiples (shifts and adds) and input spans without a multiplier."""
 
 from __future__ import annotations
 
-from amaranth.hdl import ClockSignal, Const, Instance, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Mux, Signal, Value, signed
 
-__all__ = ["COORD", "PIPE_MODULE", "PIPE_VERILOG", "pipe", "registered", "span", "times", "wire"]
+__all__ = ["COORD", "MUL_ECP5_MACRO", "MUL_MODULE", "MUL_VERILOG", "PIPE_MODULE", "PIPE_VERILOG", "by_stride", "multiply",
+           "pipe", "registered", "span", "times", "wire"]
 
 COORD = 16          # bits of a coordinate or extent
 
@@ -30,33 +31,112 @@ def registered(m: Module, expr, name: str, shape=None) -> Signal:
 #: The Verilog module of :func:`pipe`.
 PIPE_MODULE = "accelgen_pipe"
 PIPE_VERILOG = f"""\
-// {PIPE_MODULE}: a register at the receiving end of a broadcast, one per receiver.  Copies of it
-// have equal inputs; `keep` stops synthesis from merging them back into one register whose
-// output carries the broadcast's fanout and wire length.
-module {PIPE_MODULE} #(parameter WIDTH = 1) (clk, d, q);
+// {PIPE_MODULE}: a register that synthesis must keep as it is: at the receiving end of a
+// broadcast (one per receiver), or a copy of a register beside the multiplier it feeds.  Copies
+// of it have equal inputs; `keep` stops synthesis from merging them back into one register whose
+// output carries the fanout and wire length the copy is there to cut.  It takes d when en is 1.
+module {PIPE_MODULE} #(parameter WIDTH = 1) (clk, en, d, q);
   input  wire             clk;
+  input  wire             en;
   input  wire [WIDTH-1:0] d;
   output wire [WIDTH-1:0] q;
   (* keep = "true" *) reg [WIDTH-1:0] r = {{WIDTH{{1'b0}}}};
   (* keep *)
   always @(posedge clk)
-    r <= d;
+    if (en) r <= d;
   assign q = r;
 endmodule
 """
 
 
-def pipe(m: Module, expr, name: str, shape=None) -> Signal:
-    """``expr`` registered at the receiving end of a broadcast (an instance of
-    :data:`PIPE_MODULE`, initially 0, with no reset): every receiver (each PE) keeps its own
-    copy, which Yosys and vendor tools would otherwise merge, since they all register the same
-    value.  The broadcast's wires then run from a register to registers."""
+def pipe(m: Module, expr, name: str, shape=None, en=1) -> Signal:
+    """``expr`` registered (taken when ``en``) in an instance of :data:`PIPE_MODULE`, initially 0,
+    with no reset, that synthesis keeps: at the receiving end of a broadcast every receiver (each
+    PE) keeps its own copy, which Yosys and vendor tools would otherwise merge, since they all
+    register the same value, so the broadcast's wires run from a register to registers; and a
+    multiplier's operands are copies of its operands' registers (:func:`product`)."""
     value = Value.cast(expr)
     shape = shape if shape is not None else value.shape()
     d = wire(m, value, f"{name}_d", shape)
     q = Signal(shape, name=name)
-    m.submodules[f"{name}_pipe"] = Instance(PIPE_MODULE, p_WIDTH=len(q), i_clk=ClockSignal("sync"), i_d=d, o_q=q)
+    m.submodules[f"{name}_pipe"] = Instance(PIPE_MODULE, p_WIDTH=len(q), i_clk=ClockSignal("sync"),
+                                            i_en=Value.cast(en), i_d=d, o_q=q)
     return q
+
+
+#: The Verilog module of :func:`multiply`.
+MUL_MODULE = "accelgen_mul"
+_MUL_REGS = """\
+    begin : {block}
+      reg {kind}[AW-1:0] a_r = 0;
+      reg {kind}[BW-1:0] b_r = 0;
+      reg {kind}[PW-1:0] p_r = 0;
+      always @(posedge clk) begin
+        if (ce_a) a_r <= a;
+        if (ce_b) b_r <= b;
+        if (ce_p) p_r <= a_r * b_r;
+      end
+      assign p = p_r;
+    end"""
+_MUL_BEHAVIOUR = ("    if (SIGNED)\n" + _MUL_REGS.format(block="smul", kind="signed ") + " else\n"
+                  + _MUL_REGS.format(block="umul", kind="") + "\n")
+#: The macro that maps :data:`MUL_MODULE` onto an ECP5 ``MULT18X18D`` with its own registers
+#: (``accelgen.synth`` defines it for the ``ecp5`` target): Yosys 0.23 maps a product to the
+#: block but leaves the registers around it in the fabric, about 3.5 ns of wire away on each side.
+MUL_ECP5_MACRO = "ACCELGEN_ECP5_DSP"
+MUL_VERILOG = f"""\
+// {MUL_MODULE}: p = a * b (SIGNED: both signed), PW bits, with a register at each input (taken
+// when ce_a, ce_b) and one at the output (taken when ce_p): two cycles from a and b to p.  The
+// registers have no reset; they start at 0.  With `define {MUL_ECP5_MACRO} (ECP5, operands of at
+// most 18 bits) it is one MULT18X18D whose own registers are these, so its paths are the wires
+// to and from the block, not also the multiplier; otherwise any tool maps the behaviour.
+module {MUL_MODULE} #(parameter AW = 16, parameter BW = 16, parameter PW = 32, parameter SIGNED = 0)
+    (clk, ce_a, ce_b, ce_p, a, b, p);
+  input  wire          clk;
+  input  wire          ce_a;
+  input  wire          ce_b;
+  input  wire          ce_p;
+  input  wire [AW-1:0] a;
+  input  wire [BW-1:0] b;
+  output wire [PW-1:0] p;
+  generate
+`ifdef {MUL_ECP5_MACRO}
+    if (AW <= 18 && BW <= 18 && PW <= 36) begin : dsp
+      wire [17:0] a_x = SIGNED ? {{{{(18-AW){{a[AW-1]}}}}, a}} : {{{{(18-AW){{1'b0}}}}, a}};
+      wire [17:0] b_x = SIGNED ? {{{{(18-BW){{b[BW-1]}}}}, b}} : {{{{(18-BW){{1'b0}}}}, b}};
+      wire [35:0] p_x;
+      MULT18X18D #(.REG_INPUTA_CLK("CLK0"), .REG_INPUTA_CE("CE0"), .REG_INPUTA_RST("RST0"),
+                   .REG_INPUTB_CLK("CLK0"), .REG_INPUTB_CE("CE1"), .REG_INPUTB_RST("RST0"),
+                   .REG_OUTPUT_CLK("CLK0"), .REG_OUTPUT_CE("CE2"), .REG_OUTPUT_RST("RST0"),
+                   .GSR("DISABLED"), .RESETMODE("SYNC")) mult (
+        .A0(a_x[0]), .A1(a_x[1]), .A2(a_x[2]), .A3(a_x[3]), .A4(a_x[4]), .A5(a_x[5]), .A6(a_x[6]), .A7(a_x[7]), .A8(a_x[8]), .A9(a_x[9]), .A10(a_x[10]), .A11(a_x[11]), .A12(a_x[12]), .A13(a_x[13]), .A14(a_x[14]), .A15(a_x[15]), .A16(a_x[16]), .A17(a_x[17]),
+        .B0(b_x[0]), .B1(b_x[1]), .B2(b_x[2]), .B3(b_x[3]), .B4(b_x[4]), .B5(b_x[5]), .B6(b_x[6]), .B7(b_x[7]), .B8(b_x[8]), .B9(b_x[9]), .B10(b_x[10]), .B11(b_x[11]), .B12(b_x[12]), .B13(b_x[13]), .B14(b_x[14]), .B15(b_x[15]), .B16(b_x[16]), .B17(b_x[17]),
+        .C0(1'b0), .C1(1'b0), .C2(1'b0), .C3(1'b0), .C4(1'b0), .C5(1'b0), .C6(1'b0), .C7(1'b0), .C8(1'b0), .C9(1'b0), .C10(1'b0), .C11(1'b0), .C12(1'b0), .C13(1'b0), .C14(1'b0), .C15(1'b0), .C16(1'b0), .C17(1'b0),
+        .SIGNEDA(SIGNED ? 1'b1 : 1'b0), .SIGNEDB(SIGNED ? 1'b1 : 1'b0), .SOURCEA(1'b0), .SOURCEB(1'b0),
+        .CLK0(clk), .CLK1(1'b0), .CLK2(1'b0), .CLK3(1'b0), .CE0(ce_a), .CE1(ce_b), .CE2(ce_p), .CE3(1'b0),
+        .RST0(1'b0), .RST1(1'b0), .RST2(1'b0), .RST3(1'b0),
+        .P0(p_x[0]), .P1(p_x[1]), .P2(p_x[2]), .P3(p_x[3]), .P4(p_x[4]), .P5(p_x[5]), .P6(p_x[6]), .P7(p_x[7]), .P8(p_x[8]), .P9(p_x[9]), .P10(p_x[10]), .P11(p_x[11]), .P12(p_x[12]), .P13(p_x[13]), .P14(p_x[14]), .P15(p_x[15]), .P16(p_x[16]), .P17(p_x[17]), .P18(p_x[18]), .P19(p_x[19]), .P20(p_x[20]), .P21(p_x[21]), .P22(p_x[22]), .P23(p_x[23]), .P24(p_x[24]), .P25(p_x[25]), .P26(p_x[26]), .P27(p_x[27]), .P28(p_x[28]), .P29(p_x[29]), .P30(p_x[30]), .P31(p_x[31]), .P32(p_x[32]), .P33(p_x[33]), .P34(p_x[34]), .P35(p_x[35]));
+      assign p = p_x[PW-1:0];
+    end else
+`endif
+{_MUL_BEHAVIOUR}  endgenerate
+endmodule
+"""
+
+
+def multiply(m: Module, a, b, width: int, name: str, *, both_signed: bool = False, ce_a=1, ce_b=1,
+             ce_p=1) -> Signal:
+    """``a * b`` (``width`` bits; ``both_signed``: both operands signed) as an instance of
+    :data:`MUL_MODULE`: ``a`` and ``b`` registered (when ``ce_a``, ``ce_b``), their product
+    registered (when ``ce_p``), so two cycles later; an FPGA maps it onto one multiplier block
+    with those registers inside it."""
+    a, b = Value.cast(a), Value.cast(b)
+    p = Signal(signed(width) if both_signed else width, name=name)
+    m.submodules[f"{name}_mul"] = Instance(
+        MUL_MODULE, p_AW=len(a), p_BW=len(b), p_PW=width, p_SIGNED=int(both_signed), i_clk=ClockSignal("sync"),
+        i_ce_a=Value.cast(ce_a), i_ce_b=Value.cast(ce_b), i_ce_p=Value.cast(ce_p),
+        i_a=wire(m, a, f"{name}_a", len(a)), i_b=wire(m, b, f"{name}_b", len(b)), o_p=p)
+    return p
 
 
 def times(k: int, x):
@@ -73,13 +153,23 @@ def times(k: int, x):
     return terms[0]
 
 
+def by_stride(x, stride, max_stride: int):
+    """``x * stride`` for a run-time ``stride`` of 1 to ``max_stride``: one mux (indexed by the
+    stride, balanced) over the constant multiples (shifts and adds), not a multiplier, since a
+    stride is small."""
+    x = Value.cast(x)
+    options = [times(k, x) for k in range(1, max_stride + 1)]
+    if max_stride == 1:
+        return options[0]
+    width = max(len(o) for o in options)
+    index = (Value.cast(stride) - 1)[:max(1, (max_stride - 1).bit_length())]
+    padded = options + [options[-1]] * (2 ** len(index) - len(options))
+    return Cat(*[Cat(o, Const(0, width - len(o))) if len(o) < width else o for o in padded]).word_select(index, width)
+
+
 def span(n, stride, filt, max_stride: int):
     """Input rows (or columns) that ``n >= 1`` outputs read, ``(n - 1) * stride + filt``
     (``costmodel.hwgen_preset.rules.input_span``), for a run-time ``stride`` of at most the
-    design's ``max_stride``: a mux over the constant multiples (shifts and adds), not a
-    multiplier, since a stride is small."""
-    n1 = (Value.cast(n) - 1)[:len(Value.cast(n))]
-    prod = times(max_stride, n1)
-    for k in reversed(range(1, max_stride)):
-        prod = Mux(stride == k, times(k, n1), prod)
-    return prod + filt
+    design's ``max_stride``: ``n * stride`` (:func:`by_stride`) plus ``filt - stride``, the
+    difference beside the multiples rather than ``n - 1`` before them."""
+    return by_stride(n, stride, max_stride) + (Value.cast(filt) - stride)

@@ -40,13 +40,17 @@ class Compute:
     def build(cls, m: Module, s: HwStructure, g: Geometry, ctl: Controller) -> "Compute":
         cp = ctl.cp
         # the step's extents, and whether each is at most 1 (a counter at 0 is then at its end)
+        # (and the extent less three steps, signed: a counter at or past it is a step from its
+        # end after its next move, compared with no sum before the comparison)
         ld_ext = [ctl.ahead(m, "ld", f"cp_ext_{di}", *g.pe_tile_stages(di, 0, 0),
-                            lambda e: {"n": e, "one": e <= 1, "two": e <= 2}) for di in range(4)]
+                            lambda e: {"n": e, "one": e <= 1, "two": e <= 2, "less3": (e - 3).as_signed()})
+                  for di in range(4)]
         cp_ext = [ctl.later(m, e, "cp") for e in ld_ext]
         c_active = Signal(name="c_active")
         rs = g.rs
         mac = {n: Signal(COORD, name=f"mac_{n}") for n in ORDER}
-        bounds = dict(zip(ORDER, [e["n"] for e in cp_ext] + [rs]))
+        less3 = dict(zip(ORDER, [e["less3"] for e in cp_ext]
+                         + [g.static((rs - 3 * s.simd_lanes).as_signed(), "filt_rs_less3")]))
         steps_by = {"k": 1, "c": 1, "y": 1, "x": 1, "f": s.simd_lanes}   # the lanes take simd filter positions
         # Whether each counter is at its end (its next value would reach its bound) is a
         # register, worked out when the counter moves, so the engine's last issue is known from
@@ -88,7 +92,7 @@ class Compute:
                                       Mux(bumps[n], near_r[n], Mux(c_wrap[i], first_end[n], end_r[n]))),
                                f"mac_{n}_end_next")
             m.d.sync += near_r[n].eq(Mux(idle_or_last, next_near[n],
-                                         Mux(bumps[n], mac[n] + 3 * steps_by[n] >= bounds[n],
+                                         Mux(bumps[n], mac[n] >= less3[n],
                                              Mux(c_wrap[i], first_near[n], near_r[n]))))
         m.d.sync += [end_r[n].eq(end_next[n]) for n in ORDER]
         all_next = wire(m, Cat(*end_next.values()).all(), "mac_all_end_next")

@@ -7,17 +7,29 @@ slot's engines the cycle after, so a slot lasts as long as its longest engine, a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 
-from costmodel.hwgen_preset.rules import LOOP_DIMS, OUTPUT_DIMS, TENSOR_LOOP_DIMS
+from costmodel.hwgen_preset.rules import LOOP_DIMS, OUTPUT_DIMS, TENSOR_LOOP_DIMS, TIMING
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, registered, times, wire
+from .common import COORD, multiply, registered, times, wire
 from .geometry import Desc, Geometry
 
-__all__ = ["Controller"]
+__all__ = ["Controller", "Product"]
+
+
+@dataclass(frozen=True)
+class Product:
+    """What a stage function of :meth:`Controller.ahead` returns for ``a * b``: ``a`` a register
+    of the stage before, ``b`` a static or configuration register.  The stage's register is then
+    the output register of a registered multiplier (:func:`.common.multiply`) whose input
+    registers take ``a``'s value when ``a`` does and ``b`` in every cycle (a static register's
+    copy, a stage later): the multiplier's paths are the wires to and from it."""
+    a: Signal
+    b: Signal
+    width: int
 
 
 @dataclass
@@ -34,10 +46,12 @@ class Controller:
     dr: Desc                # the step being drained
     engines_continue: Signal  # driven by the top level: an engine is still busy next cycle
     flushing: Signal        # driven by the top level: the drain's pipeline has writes in flight
+    busy: Signal            # running, or starting (the start write is in its delay)
     shift: Signal | None = None     # (after elaborate) the descriptors shift at this cycle's edge
     pre: Desc | None = None         # (after elaborate) the step after ld
     pos: Desc | None = None         # (after elaborate) the odometer: the step after pre
     go_next: dict | None = None     # (after elaborate) "load" / "compute" / "drain": go_* of the next cycle
+    _taken: dict = field(default_factory=dict)      # id of a stage register -> (it, its value, settled)
 
     @classmethod
     def build(cls) -> "Controller":
@@ -46,14 +60,22 @@ class Controller:
         return cls(Signal(name="running"), Signal(name="done"), Signal(32, name="cycles"), Signal(name="go"),
                    Signal(name="go_load"), Signal(name="go_compute"), Signal(name="go_drain"),
                    Desc.named("ld"), Desc.named("cp"), Desc.named("dr"), Signal(name="engines_continue"),
-                   Signal(name="flushing"))
+                   Signal(name="flushing"), Signal(name="busy"))
 
-    def elaborate(self, m: Module, s: HwStructure, g: Geometry, start: Signal) -> None:
-        """The odometer and the slot sequencing; ``start`` restarts the walk.  The odometer runs
+    def elaborate(self, m: Module, s: HwStructure, g: Geometry, start_write: Signal) -> None:
+        """The odometer and the slot sequencing; ``start_write`` (the host's write of start)
+        restarts the walk ``start_delay_cycles`` later, and the ``cycles`` count from it: the
+        delay gives the configuration's products time to settle (:meth:`Geometry.static`), so a
+        static register may be that many stages deeper.  The odometer runs
         two steps ahead of the step loaded: ``pos`` (with ``more``) is the step after ``pre``,
         which is the step after ``ld``, so a step's quantities have two slots to be computed in
         (:meth:`ahead`)."""
         ld, cp, dr, go = self.ld, self.cp, self.dr, self.go
+        assert TIMING.start_cycles == TIMING.start_delay_cycles + 4, "the delay, then two shifts each after a hold cycle"
+        starting = [Signal(name=f"starting{k}") for k in range(TIMING.start_delay_cycles)]
+        m.d.sync += [starting[0].eq(start_write)] + [starting[k].eq(starting[k - 1]) for k in range(1, len(starting))]
+        start = starting[-1]
+        m.d.comb += self.busy.eq(self.running | Cat(*starting).any())
         pos_b0 = [Signal(COORD, name=f"pos_b0_{d}") for d in LOOP_DIMS]
         pos_r1 = [Signal(COORD, name=f"pos_r1_{d}") for d in LOOP_DIMS]
         more = Signal(name="more")
@@ -96,8 +118,6 @@ class Controller:
                         "drain": wire(m, self.shift & cp.valid & cp_ends, "go_drain_next")}
         m.d.sync += [self.go_load.eq(self.go_next["load"]), self.go_compute.eq(self.go_next["compute"]),
                      self.go_drain.eq(self.go_next["drain"])]
-        self.pos = Desc(wire(m, more, "pos_valid"), pos_b0, pos_r1, *[Signal(name=f"pos_{f}") for f in
-                        ("bank_in", "bank_w", "bank_ps", "ld_in", "ld_w", "ends")])
 
         # advance of the odometer: each loop's position plus its step, whether that is inside
         # its bound, and whether the carry reaches the loop (every loop inside it wraps) are
@@ -105,15 +125,20 @@ class Controller:
         # position takes a choice of registers and its enable is the shift and one of them.
         # ``fits`` is one comparison against a static limit: a level-0 loop's ``b0 < D - step``;
         # a level-1 loop's ``r1 < T0 - step`` and ``b0 + r1 < D - step``, with ``b0 + r1`` a
-        # register of the odometer's (``pos_start``) moved along with its positions
+        # register of the odometer's (``pos_start``, kept for every loop dim: the tiles' and the
+        # unions' starts read it, Controller.ahead) moved along with its positions
         nxt_b0 = [Signal(COORD, name=f"nxt_b0_{d}") for d in LOOP_DIMS]
         nxt_r1 = [Signal(COORD, name=f"nxt_r1_{d}") for d in LOOP_DIMS]
         pos_start = [Signal(COORD, name=f"pos_start_{d}") for d in LOOP_DIMS]
+        self.pos = Desc(wire(m, more, "pos_valid"), pos_b0, pos_r1, *[Signal(name=f"pos_{f}") for f in
+                        ("bank_in", "bank_w", "bank_ps", "ld_in", "ld_w", "ends")], start=pos_start)
         nxt_start = [Signal(COORD, name=f"nxt_start_{d}") for d in LOOP_DIMS]
         m.d.comb += [nxt_b0[i].eq(pos_b0[i]) for i in range(4)]
         m.d.comb += [nxt_r1[i].eq(pos_r1[i]) for i in range(4)]
         m.d.comb += [nxt_start[i].eq(pos_start[i]) for i in range(4)]
         wraps = Const(1)            # every loop inside this one wraps (from the comparisons)
+        inner_dims = {d for lv, d in s.loops if lv == 1}
+        assert all(lv == 1 for lv, _ in s.loops[len(s.loops) - len(inner_dims):]), "level-1 loops are inside level 0's"
         for idx in reversed(range(len(s.loops))):
             lv, d = s.loops[idx]
             di = LOOP_DIMS.index(d)
@@ -141,14 +166,18 @@ class Controller:
                     m.d.comb += nxt.eq(plus)
                     if lv == 1:
                         m.d.comb += nxt_start[di].eq(start_plus)
+                    elif d not in inner_dims:       # (the start is b0)
+                        m.d.comb += nxt_start[di].eq(plus)
                 with m.Else():
                     m.d.comb += nxt.eq(0)
                     if lv == 1:     # r1 back to 0 (and b0 moved on, or not, by the outer loops)
                         m.d.comb += nxt_start[di].eq(nxt_b0[di])
+                    elif d not in inner_dims:
+                        m.d.comb += nxt_start[di].eq(0)
         last = settled(wraps, "odo_last")       # every loop wraps: the walk's last step
 
         with m.If(start):
-            m.d.sync += [self.running.eq(1), self.done.eq(0), self.cycles.eq(0), more.eq(1),
+            m.d.sync += [self.running.eq(1), self.cycles.eq(self.cycles + 1), more.eq(1),
                          pre.valid.eq(0), ld.valid.eq(0), cp.valid.eq(0), dr.valid.eq(0), go.eq(0)]
             m.d.sync += [p.eq(0) for p in pos_b0 + pos_r1 + pos_start]
         # (the shift comes only while running, in every engine's last busy cycle: ``ready`` is
@@ -177,6 +206,10 @@ class Controller:
             m.d.sync += [self.cycles.eq(self.cycles + 1), go.eq(0)]
             with m.If(~self.engines_continue & ~work & ~hold & ~self.flushing):    # (the last writes landed)
                 m.d.sync += [self.running.eq(0), self.done.eq(1)]
+        with m.Elif(Cat(*starting[:-1]).any()):     # (the start's delay)
+            m.d.sync += self.cycles.eq(self.cycles + 1)
+        with m.If(start_write):                     # (only while not busy)
+            m.d.sync += [self.cycles.eq(0), self.done.eq(0)]
 
     def ahead(self, m: Module, which: str, name: str, a1, a2=None, b1=None, b2=None):
         """A quantity of the step of descriptor ``which`` (``"ld"``, ``"cp"``, ``"dr"``), as a
@@ -213,8 +246,16 @@ class Controller:
         if isinstance(value, dict):
             return {key: self._stage(m, v, f"{name}_{key}" if name else None, settle, level)
                     for key, v in value.items()}
+        if isinstance(value, Product):
+            _, a_value, a_settled = self._taken[id(value.a)]
+            assert a_value is not None, "a product's operand is a product"
+            reg = multiply(m, a_value, value.b, value.width, name, ce_a=1 if a_settled else self.shift,
+                           ce_p=1 if settle else self.shift)
+            self._taken[id(reg)] = (reg, None, settle)
+            return reg
         value = Value.cast(value)
         reg_name = name if name is not None else f"{level}_{getattr(value, 'name', 'q')}"
         reg = Signal(value.shape(), name=reg_name)
         m.d.sync += reg.eq(value if settle else Mux(self.shift, value, reg))
+        self._taken[id(reg)] = (reg, value, settle)
         return reg

@@ -17,7 +17,7 @@ from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, drain_latency, reduc
 from costmodel.hwgen_preset.structure import HwStructure
 
 from .common import COORD, registered, wire
-from .controller import Controller
+from .controller import Controller, Product
 from .geometry import Geometry
 from .hostbus import HostBus
 from .l2 import L2
@@ -26,7 +26,8 @@ __all__ = ["Drain", "drain_lanes"]
 
 #: What the drain keeps of a group: its tile's extents and their flags (``K``, ``Y``: one row;
 #: ``X``: one run of the drain).
-GROUP_FIELDS = (("K", COORD), ("Y", COORD), ("X", COORD), ("K_flag", 1), ("Y_flag", 1), ("X_flag", 1))
+GROUP_FIELDS = (("K", COORD), ("Y", COORD), ("X", COORD), ("K_flag", 1), ("Y_flag", 1), ("X_flag", 1),
+                ("K_near", 1), ("Y_near", 1), ("X_near", 1))
 
 
 def drain_lanes(s: HwStructure) -> int:
@@ -74,11 +75,13 @@ class Drain:
         lg = (banks - 1).bit_length()
 
         def with_flags(e):
-            """An extent and what the walk asks of it: not empty; one row (K, Y) or one run (X) only."""
-            return {"n": e, "nz": e != 0, "one": e <= 1, "fits": e <= lanes}
+            """An extent and what the walk asks of it: not empty; one row (K, Y) or one run (X)
+            only; at most two of them."""
+            return {"n": e, "nz": e != 0, "one": e <= 1, "fits": e <= lanes, "two": e <= 2, "fits2": e <= 2 * lanes}
 
         def flags_of(ext):
-            return {"K": ext["K"]["one"], "Y": ext["Y"]["one"], "X": ext["X"]["fits"]}
+            return {**{f"{d}_flag": ext[d][f] for d, f in (("K", "one"), ("Y", "one"), ("X", "fits"))},
+                    **{f"{d}_near": ext[d][f] for d, f in (("K", "two"), ("Y", "two"), ("X", "fits2"))}}
         has_g1 = not red1 and s.spatial[1] is not None and n1 > 1 and s.drain_across_groups is None
         has_g0 = not red0 and s.spatial[0] is not None and n0 > 1 and s.drain_across_groups is None
         G0, G1 = range(n0 if has_g0 else 1), range(n1 if has_g1 else 1)
@@ -90,8 +93,7 @@ class Drain:
                         continue
                     ext = {d: ctl.ahead(m, "dr", f"dr_ext_{d}_{u0}_{u1}", *g.pe_tile_stages(LOOP_DIMS.index(d), u0, u1),
                                         with_flags) for d in g_ext}
-                    per_group[u0, u1] = ({**{d: e["n"] for d, e in ext.items()},
-                                          **{f"{d}_flag": f for d, f in flags_of(ext).items()}},
+                    per_group[u0, u1] = ({**{d: e["n"] for d, e in ext.items()}, **flags_of(ext)},
                                          Cat(*[e["nz"] for e in ext.values()]).all())
 
         def pick_group(index, options, width):
@@ -127,9 +129,10 @@ class Drain:
         # (the dr step's first group: taken at go, below)
         first_ext = {d: ctl.ahead(m, "dr", f"dr_first_{d}", *g.pe_tile_stages(LOOP_DIMS.index(d), 0, 0), with_flags)
                      for d in g_ext}
-        first = {**{d: e["n"] for d, e in first_ext.items()}, **{f"{d}_flag": f for d, f in flags_of(first_ext).items()}}
+        first = {**{d: e["n"] for d, e in first_ext.items()}, **flags_of(first_ext)}
         # the drain starts DRAIN_WAIT (3) cycles after go: the last partial sums of its step,
-        # issued at the end of the slot before, are written by then (the PE forwards the last)
+        # issued at the end of the slot before, are written before the PEs read them (a cycle
+        # after each drain issue: their input register)
         assert TIMING.drain_wait_cycles == 3
         # (counted from this slot's go alone: a slot without a drain may last two cycles)
         go_d1, go_d2, go_d3 = (Signal(name=f"dr_wait_d{k}") for k in (1, 2, 3))
@@ -143,6 +146,9 @@ class Drain:
         # start from its extents' flags), so the drain's last issue is known from registers: it
         # feeds the controller's shift.  ``left``: the words (or groups) left in the run's row.
         x_end, y_end, k_end = (Signal(name=f"dr_{n}_end") for n in ("x", "y", "k"))
+        # (and a step from it: the end flag's next value is then a choice of registers, with no
+        # sum or compare before the drain's "busy next cycle")
+        x_near, y_near, k_near = (Signal(name=f"dr_{n}_near") for n in ("x", "y", "k"))
         left = Signal(COORD, name="dr_left")
         if across is None:
             x_last = x_end
@@ -151,9 +157,10 @@ class Drain:
             # dx counts groups (group 0 is the walk's only g0, g1): a run is groups dx .. dx+len-1,
             # one output column each, for every (k, y) of their tile, then the next run
             groups = ctl.ahead(m, "dr", "dr_groups", *g.union_stages(3),
-                               lambda u: {"n": u["ext"], "more": u["ext"] > lanes})
+                               lambda u: {"n": u["ext"], "more": u["ext"] > lanes, "more2": u["ext"] > 2 * lanes})
             x_last = Const(1)
             more_groups = Signal(name="dr_more_groups")
+            more_near = Signal(name="dr_more_near")         # more groups after the next run too
             next_g0_ok = next_g1_ok = Const(0)
         # The registers the last issue is decided from are written through next-state wires
         # (``nx += ...`` in place of ``m.d.sync += ...``), so whether the drain is busy in the
@@ -163,25 +170,31 @@ class Drain:
         k_last = wire(m, y_last & k_end, "k_last")
         length = wire(m, Mux(left < lanes, left, lanes), "dr_len", range(lanes + 1))
         g_flag = {d: Signal(name=f"dr_g_{d}_flag") for d in ("K", "Y", "X")}   # the group's extents' flags
+        g_near = {d: Signal(name=f"dr_g_{d}_near") for d in ("K", "Y", "X")}
         # the output address, counted: ``base`` (the step's first output, a register of the dr
         # descriptor: Controller.ahead) + ``rel`` (the run's row from it) + dx, where ``rel``
         # restarts from ``k_rel`` (the group's row of this k) and ``k_rel`` from ``grp`` (the
         # group's first word; ``g0_rel`` its g0 part)
         OB = max(1, top.l2_words["output"].bit_length())
-        dydx = g.static((D["Y"] * D["X"])[:OB], "out_plane", OB)
+        dydx = g.static_product(D["Y"], D["X"], "out_plane", OB)
         dim_stride = {"K": dydx, "Y": D["X"][:OB], "X": Const(1, OB)}
 
         def step_start(desc):
-            return {n: (desc.b0[i] + desc.r1[i])[:COORD] for n, i in (("k", 0), ("y", 2), ("x", 3))}
+            return {n: desc.start[i] for n, i in (("k", 0), ("y", 2), ("x", 3))}
+
+        def product(p, key, f):
+            # (a registered multiplier whose output register is the stage's)
+            return Product(p[key], f, OB)
 
         def step_terms(p):
-            return {"k": (p["k"] * dydx)[:OB], "y": (p["y"] * D["X"])[:OB], "x": p["x"][:OB]}
+            return {"k": product(p, "k", dydx), "y": product(p, "y", D["X"]), "x": p["x"][:OB]}
         # in stages (Controller.ahead): the step's start, the products, their sum
         base = ctl.ahead(m, "dr", "out_base", step_start, step_terms, lambda t: (t["k"] + t["y"] + t["x"])[:OB])
         T0s = g.T0[sp0] if sp0 is not None else Const(0, COORD)
         T1s = g.T1[sp1] if sp1 is not None else Const(0, COORD)
-        unit_step = [g.static((T * dim_stride[d])[:OB], f"out_unit{lv}", OB) if d in dim_stride else Const(0, OB)
-                     for lv, (T, d) in enumerate(((T0s, sp0), (T1s, sp1)))]
+        unit_step = [(g.static(T[:OB], f"out_unit{lv}", OB) if d == "X" else
+                      g.static_product(T, dydx if d == "K" else D["X"], f"out_unit{lv}", OB)) if d in dim_stride
+                     else Const(0, OB) for lv, (T, d) in enumerate(((T0s, sp0), (T1s, sp1)))]
         rel, k_rel, grp, g0_rel = (Signal(OB, name=n) for n in ("dr_rel", "dr_k_rel", "dr_grp", "dr_g0_rel"))
         # the PE's L1 address of the run, counted likewise: ``loc`` = (dk * tY + dy) * tX + dx
         # (dk * tY + dy across groups, where dx counts groups), ``loc_k`` its value at dy = dx = 0
@@ -191,32 +204,36 @@ class Drain:
         def start_group(src):
             """A group starts (its counters at 0): its extents, their flags, the walk's flags."""
             return ([g_ext[d].eq(src[d]) for d in g_ext] + [g_flag[d].eq(src[f"{d}_flag"]) for d in g_flag]
-                    + [k_end.eq(src["K_flag"]), y_end.eq(src["Y_flag"])]
-                    + ([x_end.eq(src["X_flag"]), left.eq(src["X"])] if across is None else []))
+                    + [g_near[d].eq(src[f"{d}_near"]) for d in g_near]
+                    + [k_end.eq(src["K_flag"]), y_end.eq(src["Y_flag"]), k_near.eq(src["K_near"]),
+                       y_near.eq(src["Y_near"])]
+                    + ([x_end.eq(src["X_flag"]), x_near.eq(src["X_near"]), left.eq(src["X"])] if across is None else []))
+
+        def x_restart():
+            return [dx.eq(0), x_end.eq(g_flag["X"]), x_near.eq(g_near["X"]), left.eq(g_ext["X"])]
         with m.If(d_issue):
             nx += d_active.eq(1)
             with m.If(~x_last):
-                nx += [dx.eq(dx + lanes), dr_local.eq(dr_local + lanes),
-                       x_end.eq(dx + 2 * lanes >= g_ext["X"]), left.eq(left - lanes)]
+                nx += [dx.eq(dx + lanes), dr_local.eq(dr_local + lanes), left.eq(left - lanes),
+                       x_end.eq(x_near), x_near.eq(dx + 3 * lanes >= g_ext["X"])]
             with m.Elif(~y_last):
-                nx += [dy.eq(dy + 1), rel.eq(rel + dim_stride["Y"]), y_end.eq(dy + 2 >= g_ext["Y"])]
+                nx += [dy.eq(dy + 1), rel.eq(rel + dim_stride["Y"]), y_end.eq(y_near), y_near.eq(dy + 3 >= g_ext["Y"])]
                 if across is None:      # (the row's start: dr_local - dx)
-                    nx += [dx.eq(0), dr_local.eq(dr_local - dx + row_words), x_end.eq(g_flag["X"]),
-                           left.eq(g_ext["X"])]
+                    nx += [dr_local.eq(dr_local - dx + row_words)] + x_restart()
                 else:                   # (the same run of groups)
                     nx += dr_local.eq(dr_local + row_words)
             with m.Elif(~k_last):
                 nx += [dy.eq(0), dk.eq(dk + 1), rel.eq(k_rel + dydx), k_rel.eq(k_rel + dydx),
                        dr_local.eq(loc_k + k_words), loc_k.eq(loc_k + k_words),
-                       k_end.eq(dk + 2 >= g_ext["K"]), y_end.eq(g_flag["Y"])]
+                       k_end.eq(k_near), k_near.eq(dk + 3 >= g_ext["K"]), y_end.eq(g_flag["Y"]), y_near.eq(g_near["Y"])]
                 if across is None:
-                    nx += [dx.eq(0), x_end.eq(g_flag["X"]), left.eq(g_ext["X"])]
+                    nx += x_restart()
             with m.Elif(more_groups):
                 nx += [dy.eq(0), dk.eq(0), dx.eq(dx + lanes), rel.eq(grp), k_rel.eq(grp),  # the next run of groups
                        dr_local.eq(0), loc_k.eq(0), left.eq(left - lanes),
-                       k_end.eq(g_flag["K"]), y_end.eq(g_flag["Y"])]
+                       k_end.eq(g_flag["K"]), y_end.eq(g_flag["Y"]), k_near.eq(g_near["K"]), y_near.eq(g_near["Y"])]
                 if across is not None:
-                    nx += more_groups.eq(dx + 2 * lanes < groups["n"])
+                    nx += [more_groups.eq(more_near), more_near.eq(dx + 3 * lanes < groups["n"])]
             with m.Else():
                 nx += [dx.eq(0), dy.eq(0), dk.eq(0), dr_local.eq(0), loc_k.eq(0)]
                 with m.If(next_g1_ok):
@@ -238,7 +255,7 @@ class Drain:
         with m.If(ctl.go):
             nx += start_group(first)
             if across is not None:
-                nx += [left.eq(groups["n"]), more_groups.eq(groups["more"])]
+                nx += [left.eq(groups["n"]), more_groups.eq(groups["more"]), more_near.eq(groups["more2"])]
         # Busy next cycle, a register: a drain starts at the next go (the shift now) or is
         # waiting, or it issues next cycle and that issue is not its last (the step's group
         # registers change only at a shift, after which the drain does not issue)
@@ -262,12 +279,14 @@ class Drain:
                     in_group = in_group & (g0 == u0)
                 if not red1 and s.spatial[1] is not None:
                     in_group = in_group & (g1 == u1)
+                in_group_r = registered(m, in_group, f"dr_in_group_{u0}_{u1}", 1)   # (the PEs read a cycle later)
                 for j in range(lanes):
-                    terms[j].setdefault(key, []).append(Mux(in_group, pe.psum.word_select(j, 32), 0))
+                    terms[j].setdefault(key, []).append(Mux(in_group_r, pe.psum.word_select(j, 32), 0))
             else:
                 u = (u0, u1)[across]             # the group; it is lane u mod lanes of its run
                 in_group = (dx == u - u % lanes) if (s.n0, s.n1)[across] > lanes else Const(1)
-                terms[u % lanes].setdefault(key, []).append(Mux(in_group, pe.psum[:32], 0))
+                in_group_r = registered(m, in_group, f"dr_in_group_{u0}_{u1}", 1)   # (the PEs read a cycle later)
+                terms[u % lanes].setdefault(key, []).append(Mux(in_group_r, pe.psum[:32], 0))
             m.d.comb += [pe.dr_en.eq(d_issue & in_group), pe.dr_bank.eq(dr.bank_ps), pe.dr_addr.eq(dr_local),
                          pe.dr_len.eq(length if across is None else 1)]
 
@@ -283,11 +302,12 @@ class Drain:
         levels = reduction_levels(s)
         assert all(len(by_key) == len(terms[0]) for by_key in terms) and (len(terms[0]) - 1).bit_length() == levels
         latency = drain_latency(s)
-        assert latency == 3 + max(levels - 1, 0)
-        # Issue d's words: selected at d (registered), reduced by d + 1 + levels, moved to their
-        # banks (registered), added at d + latency to the L2 words read two cycles before (the
-        # banks' latency, then a register), and written: the read-modify-write is three register
-        # stages, so the BRAMs' clock-to-output, the add and the write are on separate paths.
+        assert latency == 4 + max(levels - 1, 0)
+        # Issue d's words: read by the PEs at d + 1 (their input register), selected then
+        # (registered), reduced by d + 2 + levels, moved to their banks (registered), added at
+        # d + latency to the L2 words read two cycles before (the banks' latency, then a
+        # register), and written: the read-modify-write is three register stages, so the BRAMs'
+        # clock-to-output, the add and the write are on separate paths.
         issued = [d_issue]
         for k in range(1, latency):
             issued.append(reg(issued[-1], f"dr_issued_d{k}", 1))
@@ -295,7 +315,7 @@ class Drain:
         for k in range(1, latency + 1):
             addr_q.append(reg(addr_q[-1], f"dr_addr_d{k}", OB))
             len_q.append(reg(len_q[-1], f"dr_len_d{k}", range(lanes + 1)))
-        rotate_at = 1 + levels                          # the lanes' values are ready then
+        rotate_at = 2 + levels                          # the lanes' values are ready then
         read_at = latency - 2
 
         def bank_row(addr, b):

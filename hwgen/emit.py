@@ -56,17 +56,17 @@ def design_id(structure: HwStructure, l2_words: dict[str, int]) -> str:
 
 def write_verilog(structure: HwStructure, l2_words: dict[str, int], path: Path) -> Path:
     """Emit the design's Verilog to ``path`` (written to a temporary name, then renamed): the top
-    level, the one PE module its array instantiates, the RAM module of its L2 and the register
-    each PE keeps at the end of a broadcast."""
+    level, the one PE module its array instantiates, the RAM module of its L2, the register
+    each PE keeps at the end of a broadcast and the registered multiplier."""
     from amaranth.back import verilog
 
     from .accelerator import Accelerator
     from .pe import PE_MODULE
-    from .common import PIPE_VERILOG
+    from .common import MUL_VERILOG, PIPE_VERILOG
     from .ram import RAM_VERILOG
     top = Accelerator(structure, l2_words)
     text = "\n".join((verilog.convert(top, name=TOP), verilog.convert(top.pe(), name=PE_MODULE), RAM_VERILOG,
-                      PIPE_VERILOG))
+                      PIPE_VERILOG, MUL_VERILOG))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".v.tmp")
     tmp.write_text(text)

@@ -5,6 +5,7 @@ step, or the union of the tiles over all PEs.  The rules are :mod:`costmodel.hwg
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from amaranth.hdl import Const, Module, Mux, Signal, Value
@@ -12,7 +13,7 @@ from amaranth.hdl import Const, Module, Mux, Signal, Value
 from costmodel.hwgen_preset.rules import LOOP_DIMS
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, times, wire
+from .common import COORD, multiply, pipe, times, wire
 
 __all__ = ["CONFIG_REGS", "Desc", "Geometry"]
 
@@ -33,6 +34,7 @@ class Desc:
     ld_in: Signal
     ld_w: Signal
     ends: Signal
+    start: list | None = None       # (the odometer's only) b0 + r1 per loop dim, a register
 
     @classmethod
     def named(cls, name: str) -> "Desc":
@@ -58,31 +60,57 @@ class Geometry:
         self.R, self.S = self.cfg["R"], self.cfg["S"]
         self._scaled: dict = {}
         self._products: dict = {}
+        self._statics: set = set()     # (ids of the static registers)
+        self._copies = itertools.count()
 
     def static(self, expr, name: str, shape=None) -> Signal:
         """``expr``, arithmetic on the configuration registers (which hold still while the
         accelerator runs), as a register: products like ``in_rows * in_cols`` are then on no
-        path of the run.  Each is at most one multiplier or about two carry chains deep, so a
-        product of three registers or a sum of constant multiples takes a register per stage
-        (:meth:`static_sum`).  A register of stage ``n`` (``n = 1``: it reads the configuration
-        alone) is ready ``n`` cycles after ``start``, since the last configuration write was a
-        cycle before ``start`` at the latest.  Where they are read keeps within that: the
-        odometer's limits and the tile offsets (stage 1) from the cycle after ``start``; the
-        loader's strides (stage 2 at most) from the first shift, two cycles after; the compute
-        engine's (stage 2) from the first ``go``; the PEs' classes' first words (stages 3 to
-        5) from the cycle after the first issue of a load, at least six cycles after ``start``,
-        and their row offsets (stages 3 and 4, and a register at each PE) a cycle later
-        (``docs/timing.md``)."""
+        path of the run.  Each is at most one multiplier (a registered one, two stages after its
+        operands: :meth:`static_product`) or about two carry chains deep, so a product of three
+        registers or a sum of constant multiples takes a register per stage (:meth:`static_sum`).
+        A register of stage ``n`` (``n = 1``: it reads the configuration alone) is ready ``n``
+        cycles after the host's start write, since the last configuration write was a cycle
+        before it at the latest; the controller starts ``start_delay_cycles`` (3) after the
+        write.  Where they are read keeps within that (cycles from the write): the odometer's
+        limits and the tile offsets (stages 1 and 2) from the cycle after the controller's
+        start (4); the loader's strides and its multipliers' input registers of them (stage 5 at
+        most: ``C * R * S`` is stage 4, a register of it 5) from the first shift (5); the compute engine's
+        (stage 3 at most) from the first ``go`` (7); the PEs' classes' first words (stage 8 at
+        most: the weights' unit step ``T * C * R * S`` is stage 6) from the cycle after the
+        first issue of a load (9 at the earliest), and their row offsets (stage 6 at most, and
+        a register at each PE) a cycle later (``docs/timing.md``)."""
         value = Value.cast(expr)
         reg = Signal(shape if shape is not None else value.shape(), name=name)
         self.m.d.sync += reg.eq(value)
+        self._statics.add(id(reg))
+        return reg
+
+    def operand(self, reg: Signal, name: str) -> Signal:
+        """A copy of ``reg`` (a configuration or static register) for one group of the logic
+        that reads it, a register of it (a stage later) that synthesis keeps apart
+        (:func:`.common.pipe`), so that it sits beside its readers instead of driving wires
+        across the design (about 3.5 ns each on an ECP5)."""
+        assert id(reg) in self._statics or any(reg is r for r in self.cfg.values()), \
+            f"{reg.name} is neither a configuration nor a static register"
+        return pipe(self.m, reg, name)
+
+    def static_product(self, a: Signal, b: Signal, name: str, width: int) -> Signal:
+        """``a * b`` (configuration or static registers) as a static register: a registered
+        multiplier (:func:`.common.multiply`) whose input registers take ``a`` and ``b`` and whose
+        output register is the static one, two stages after the later operand."""
+        for r in (a, b):
+            assert id(r) in self._statics or any(r is c for c in self.cfg.values()), \
+                f"{r.name} is neither a configuration nor a static register"
+        reg = multiply(self.m, a, b, width, name)
+        self._statics.add(id(reg))
         return reg
 
     @property
     def rs(self) -> Signal:
         """``R * S``, a static register (one multiplier, shared by every engine)."""
         if "rs" not in self._products:
-            self._products["rs"] = self.static((self.R * self.S)[:COORD], "filt_rs", COORD)
+            self._products["rs"] = self.static_product(self.R, self.S, "filt_rs", COORD)
         return self._products["rs"]
 
     def static_sum(self, terms: list, name: str, width: int) -> Signal:
@@ -126,23 +154,52 @@ class Geometry:
         """The extent of loop dim ``di`` of the unit whose tile starts ``off0 + off1`` from the
         step's ``b0 + r1`` (:meth:`offsets`), as three stages for :meth:`Controller.ahead`
         (``a1(desc)``, ``a2``, ``b1``): ``min(T1, T0 - (r1 + off1), D - start)``, at least 0,
-        with ``start = b0 + r1 + off0 + off1`` (``walk._extent``): the sums; the two differences;
-        the three comparisons side by side and the choice."""
+        with ``start = b0 + r1 + off0 + off1`` (``walk._extent``).  With ``inner = r1 + off1``,
+        ``a = T0 - inner`` and ``b = D - start``, each comparison is one of an ``a1`` register
+        with a static one (``a < b`` is ``b0 + off0 < D - T0``, ``a < T1`` is
+        ``inner > T0 - T1``, ``b < T1`` is ``start > D - T1``; ``a < 0`` is ``inner > T0``,
+        ``b < 0`` is ``start > D``), so: the sums; the two differences and the five comparisons
+        side by side; the choice (no carry chain)."""
         d = LOOP_DIMS[di]
         T0, T1, D = self.T0[d], self.T1[d], self.D[d]
+        # (the offsets' sum a static register, and T1 a copy beside the choice)
+        off = self._offsets_sum(off0, off1)
+        T1 = self.operand(T1, f"t1_{d}_near{next(self._copies)}")
+        lims = self._tile_limits(d)
 
         def a1(desc):
-            return {"start": (desc.b0[di] + desc.r1[di]) + (off0 + off1), "inner": desc.r1[di] + off1}
+            return {"start": desc.start[di] + off, "inner": desc.r1[di] + off1, "outer": desc.b0[di] + off0}
 
         def a2(p):
-            return {"a": (T0 - p["inner"]).as_signed(), "b": (D - p["start"]).as_signed()}
+            start, inner = p["start"], p["inner"]
+            return {"a": (T0 - inner)[:COORD], "b": (D - start)[:COORD],
+                    "a_lt_b": p["outer"] < lims["D-T0"], "a_lt_t1": inner > lims["T0-T1"],
+                    "b_lt_t1": start > lims["D-T1"], "neg": (inner > T0) | (start > D)}
 
         def b1(p):
-            # the least of a, b and T1 (three comparisons side by side), 0 if negative (T1 is not)
-            a, b = p["a"], p["b"]
-            e = Mux(a < b, Mux(a < T1, a, T1), Mux(b < T1, b, T1))
-            return Mux(e[-1], 0, e)[:COORD]
+            e = Mux(p["a_lt_b"], Mux(p["a_lt_t1"], p["a"], T1), Mux(p["b_lt_t1"], p["b"], T1))
+            return Mux(p["neg"], 0, e)[:COORD]
         return a1, a2, b1
+
+    def _tile_limits(self, d: str) -> dict:
+        """The static limits :meth:`tile_stages` compares with along ``d`` (signed)."""
+        key = ("limits", d)
+        if key not in self._scaled:
+            T0, T1, D = self.T0[d], self.T1[d], self.D[d]
+            self._scaled[key] = {"D-T0": self.static((D - T0).as_signed(), f"tile_{d}_d_t0"),
+                                 "T0-T1": self.static((T0 - T1).as_signed(), f"tile_{d}_t0_t1"),
+                                 "D-T1": self.static((D - T1).as_signed(), f"tile_{d}_d_t1")}
+        return self._scaled[key]
+
+    def _offsets_sum(self, off0, off1):
+        if isinstance(off0, Const) and off0.value == 0:
+            return off1
+        if isinstance(off1, Const) and off1.value == 0:
+            return off0
+        key = ("sum", id(off0), id(off1))
+        if key not in self._scaled:
+            self._scaled[key] = self.static((off0 + off1)[:COORD], f"{off0.name}_{off1.name}", COORD)
+        return self._scaled[key]
 
     def pe_tile_stages(self, di: int, u0: int, u1: int) -> tuple:
         """:meth:`tile_stages` for the PE at (u0, u1)."""
@@ -150,24 +207,29 @@ class Geometry:
 
     def union_stages(self, di: int) -> tuple:
         """(start, extent) of loop dim di over all PEs, as two stages for
-        :meth:`Controller.ahead` (``a1(desc)``, ``a2``; the first two carry chains deep, the second
-        one): ``start = b0 + r1``, extent
+        :meth:`Controller.ahead` (``a1(desc)``, ``a2``; each a carry chain and a choice):
+        ``start = b0 + r1`` (the odometer's register), extent
         ``min(X0 - r1, X1, D - start)`` where ``X0`` is ``n0 * T0`` if level 0 spreads the
         dimension (and then no ``X1``), else ``T0``, and ``X1`` is ``n1 * T1`` if level 1 spreads
         it, else ``T1`` (``walk._union``)."""
         s, d = self.s, LOOP_DIMS[di]
         T0, T1, D = self.T0[d], self.T1[d], self.D[d]
 
+        lim0 = self.scaled(0, d, s.n0) if s.spatial[0] == d else T0
+        if s.spatial[0] != d:
+            # (lim0 - r1 < x1 is r1 > lim0 - x1, a static register: the comparison beside the
+            # difference, not after it)
+            x1 = self.scaled(1, d, s.n1) if s.spatial[1] == d else T1
+            lim_x1 = self.static((lim0 - x1).as_signed(), f"union_{d}_lim_x1")
+
         def a1(desc):
             # (unsigned, COORD bits: for a valid step every difference is positive)
-            start = wire(self.m, (desc.b0[di] + desc.r1[di])[:COORD], f"u_{d}_start", COORD)
-            lim0 = self.scaled(0, d, s.n0) if s.spatial[0] == d else T0
-            q = (lim0 - desc.r1[di])[:COORD]
+            start, r1 = desc.start[di], desc.r1[di]
+            q = (lim0 - r1)[:COORD]
             if s.spatial[0] != d:
-                x1 = self.scaled(1, d, s.n1) if s.spatial[1] == d else T1
-                q = Mux(q < x1, q, x1)
+                q = Mux(r1 > lim_x1, q, x1)[:COORD]
             return {"start": start, "q": q, "b": (D - start)[:COORD]}
 
         def a2(p):
-            return {"start": p["start"], "ext": Mux(p["q"] < p["b"], p["q"], p["b"])}
+            return {"start": p["start"], "ext": Mux(p["q"] < p["b"], p["q"], p["b"])[:COORD]}
         return a1, a2

@@ -20,12 +20,13 @@ CTRL = {"start": 0, "status": 1, "cycles": 2, "config": 16}  # word offsets in t
 
 @dataclass
 class HostBus:
-    start: Signal           # one cycle: the host wrote 1 to the start register
+    start: Signal           # one cycle: the host writes 1 to the start register (the controller
+    #                         starts START_DELAY cycles later, Controller.elaborate)
     out_row: object         # the row of the bus word offset in its bank (the output region's, while idle)
     out_write: list         # per output bank: the host writes its word (it clears outputs before a run)
 
     @classmethod
-    def build(cls, m: Module, top, g: Geometry, l2: L2, banks: int, running: Signal, done: Signal,
+    def build(cls, m: Module, top, g: Geometry, l2: L2, banks: int, busy: Signal, done: Signal,
               cycles: Signal) -> "HostBus":
         n = top.offset_bits
         region = top.bus_addr[n:n + 4]
@@ -33,11 +34,11 @@ class HostBus:
         lg = (banks - 1).bit_length()
         for name, ports in (("input", l2.inputs), ("weight", l2.weights)):
             for b, (_, wr) in enumerate(ports):
-                hit = top.bus_we & (region == REGION[name]) & ~running
+                hit = top.bus_we & (region == REGION[name]) & ~busy
                 if banks > 1:
                     hit = hit & (offset[:lg] == b)
                 m.d.comb += [wr.addr.eq(offset >> lg), wr.data.eq(top.bus_wdata[:8]), wr.en.eq(hit)]
-        out_we = top.bus_we & (region == REGION["output"]) & ~running
+        out_we = top.bus_we & (region == REGION["output"]) & ~busy
         out_write = [Signal(name=f"host_out_we{b}") for b in range(banks)]
         for b, we in enumerate(out_write):
             m.d.comb += we.eq(out_we & (offset[:lg] == b) if banks > 1 else out_we)
@@ -49,7 +50,7 @@ class HostBus:
         with m.If(top.bus_re & (region == REGION["ctrl"])):
             with m.Switch(offset):
                 with m.Case(CTRL["status"]):
-                    m.d.sync += ctrl_r.eq(Cat(running, done))
+                    m.d.sync += ctrl_r.eq(Cat(busy, done))
                 with m.Case(CTRL["cycles"]):
                     m.d.sync += ctrl_r.eq(cycles)
                 for i, name in enumerate(CONFIG_REGS):
@@ -57,8 +58,10 @@ class HostBus:
                         m.d.sync += ctrl_r.eq(g.cfg[name])
         out_data = Cat(*[rd.data for rd, _ in l2.outputs])
         m.d.comb += top.bus_rdata.eq(Mux(region_r == REGION["output"], out_data.word_select(bank_r, 32), ctrl_r))
-        start = Signal(name="start")
-        with m.If(top.bus_we & (region == REGION["ctrl"]) & ~running):
+        # the host's writes of start and of the configuration, while the accelerator is idle
+        # (``busy``: running, or starting)
+        start = Signal(name="start_write")
+        with m.If(top.bus_we & (region == REGION["ctrl"]) & ~busy):
             with m.Switch(offset):
                 with m.Case(CTRL["start"]):
                     m.d.comb += start.eq(top.bus_wdata[0])

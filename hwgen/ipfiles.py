@@ -44,10 +44,25 @@ filesets:
       - {MAP_NAME}.rdl
     file_type: systemRDL
 
+parameters:
+  ACCELGEN_ECP5_DSP:
+    datatype: bool
+    paramtype: vlogdefine
+    description: map accelgen_mul onto an ECP5 MULT18X18D with the block's own registers (Yosys)
+
 targets:
   default: &default
     filesets: [rtl, regmap, sw]
     toplevel: {top}
+  ecp5:
+    <<: *default
+    description: Yosys and nextpnr-ecp5 (edalize's trellis flow); set the part and pins for your board
+    default_tool: trellis
+    filesets: [rtl]
+    parameters: [ACCELGEN_ECP5_DSP=true]
+    tools:
+      trellis:
+        nextpnr_options: [--85k, --package, CABGA381, --lpf-allow-unconstrained]
   sim:
     <<: *default
     description: Icarus builds and elaborates the IP top level (the cocotb benches drive it)

@@ -17,8 +17,8 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, registered, span, wire
-from .controller import Controller
+from .common import COORD, by_stride, registered, span, wire
+from .controller import Controller, Product
 from .geometry import Geometry
 from .l2 import L2
 
@@ -47,11 +47,12 @@ class Loader:
         ld, sy, sx, R, S = ctl.ld, g.stride_y, g.stride_x, g.R, g.S
         in_rows, in_cols, C = g.cfg["in_rows"], g.cfg["in_cols"], g.D["C"]
         A = abits
-        # (static registers, one multiplier deep: C * R * S is C times the R * S register)
-        plane = g.static((in_rows * in_cols)[:A], "in_plane", A)
+        # (static registers, one multiplier deep: C * R * S is C times the R * S register; a
+        # product by a stride is a choice of constant multiples)
+        plane = g.static_product(in_rows, in_cols, "in_plane", A)
         rs = g.rs
-        crs = g.static((C * rs)[:A], "w_crs", A)
-        row_step = g.static((sy * in_cols)[:A], "in_row_step", A)
+        crs = g.static_product(C, rs, "w_crs", A)
+        row_step = g.static(by_stride(in_cols, sy, s.max_stride)[:A], "in_row_step", A)
         strides = {"input": {"C": plane, "Y": row_step, "X": sx}, "weight": {"K": crs, "C": rs}}
 
         # The boxes of the step being loaded, registers ahead of the step in four stages
@@ -62,26 +63,31 @@ class Loader:
         def starts(desc):
             return {d: unions[di][0](desc) for di, d in enumerate(LOOP_DIMS)}
 
+        def product(p, d, key, f):
+            # (a registered multiplier whose output register is the stage's)
+            return Product(p[d][key], f, A)
+
         def extents(p):
             out = {d: unions[di][1](p[d]) for di, d in enumerate(LOOP_DIMS)}
-            k_s, c_s, y_s, x_s = (p[d]["start"][:COORD] for d in LOOP_DIMS)
-            out["prod"] = {"c": (c_s * plane)[:A], "y": (y_s * row_step)[:A], "x": (x_s * sx)[:A],
-                           "k": (k_s * crs)[:A], "cw": (c_s * rs)[:A]}
+            out["prod"] = {"c": product(p, "C", "start", plane), "y": product(p, "Y", "start", row_step),
+                           "x": by_stride(p["X"]["start"], sx, s.max_stride)[:A],
+                           "k": product(p, "K", "start", crs), "cw": product(p, "C", "start", rs)}
             return out
 
         # rows * in_cols of a box of full rows = y_n * row_step + (R * in_cols - row_step): a
         # product in the span stage and a sum in the box stage, not a product then choices
-        filter_rows = g.static((R * in_cols)[:A], "in_filter_rows", A)
+        filter_rows = g.static_product(R, in_cols, "in_filter_rows", A)
         rows_extra = g.static((filter_rows - row_step)[:A], "in_rows_extra", A)
 
         def spans(p):
             k_n, c_n, y_n, x_n = (p[d]["ext"] for d in LOOP_DIMS)
             pr = p["prod"]
-            return {"k_n": k_n, "c_n": c_n, "y_rows": (y_n * row_step)[:A],
+            return {"k_n": k_n, "c_n": c_n, "y_rows": product(p, "Y", "ext", row_step),
                     "rows": span(y_n, sy, R, s.max_stride)[:COORD],      # rows x cols of c_n channels
                     "cols": span(x_n, sx, S, s.max_stride)[:COORD],      # from (c_s, y_s * sy, x_s * sx)
                     "in_base": (pr["c"] + pr["y"] + pr["x"])[:A], "w_base": (pr["k"] + pr["cw"])[:A],
-                    "c_plane": (c_n * plane)[:A], "k_crs": (k_n * crs)[:A], "c_rs": (c_n * rs)[:A],
+                    "c_plane": product(p, "C", "ext", plane), "k_crs": product(p, "K", "ext", crs),
+                    "c_rs": product(p, "C", "ext", rs),
                     "w_full": c_n == C}
 
         def boxes(p):
@@ -129,43 +135,48 @@ class Loader:
         # where the walk is (the run's last chunk; the last inner run; the last outer run),
         # registers worked out as the counters move: they decide the next address
         last_chunk, il_zero, ol_zero = (Signal(name=n) for n in ("last_chunk", "l_inner_zero", "l_outer_zero"))
-        inner_last = wire(m, last_chunk & il_zero, "inner_last")
-        box_done = wire(m, inner_last & ol_zero, "box_done")
+        # and which way the walk goes after this issue, decoded from them as they are worked out
+        # (one of: the next chunk, run, outer run, or the box's end), so each register's enable
+        # is a register or two
+        next_run, next_outer, box_end = (Signal(name=n) for n in ("l_next_run", "l_next_outer", "l_box_end"))
 
         def restart(a, r, rem, il, ol, last, il0, ol0):
             return [a_r.eq(a), rel_r.eq(r), rem_r.eq(rem), il_r.eq(il), ol_r.eq(ol),
-                    last_chunk.eq(last), il_zero.eq(il0), ol_zero.eq(ol0)]
+                    last_chunk.eq(last), il_zero.eq(il0), ol_zero.eq(ol0),
+                    next_run.eq(last & ~il0), next_outer.eq(last & il0 & ~ol0), box_end.eq(last & il0 & ol0)]
 
         def first(bx):
             return restart(bx["base"], 0, bx["run"], bx["n_inner"] - 1, bx["n_outer"] - 1,
                            bx["run"] <= W, bx["n_inner"] == 1, bx["n_outer"] == 1) + [
                 run_a_r.eq(bx["base"]), run_rel_r.eq(0), out_a_r.eq(bx["base"]), out_rel_r.eq(0)]
         starts = ctl.go_load
+        # (exactly one of the run's next chunk, the next run, the next outer run and the box's
+        # end is next, so each is an If of its own, not a choice after the others: a register's
+        # enable is then a few registers; ``starts`` (the loader idle) comes last, and wins)
+        to_weights = wire(m, ~l_weight & ld.ld_w, "l_to_weights")
+        with m.If(issuing & ~last_chunk):           # the run's next chunk
+            m.d.sync += restart(addr + W, rel + W, remaining - W, il_r, ol_r, remaining <= 2 * W, il_zero, ol_zero)
+        with m.If(issuing & next_run):              # the next run
+            nxt_a, nxt_rel = run_a_r + box["inner_stride"], run_rel_r + box["inner_stride"]
+            m.d.sync += restart(nxt_a, nxt_rel, box["run"], il_r - 1, ol_r, box["run"] <= W, il_r == 1, ol_zero)
+            m.d.sync += [run_a_r.eq(nxt_a), run_rel_r.eq(nxt_rel)]
+        with m.If(issuing & next_outer):            # the next outer run
+            nxt_a, nxt_rel = out_a_r + box["outer_stride"], out_rel_r + box["outer_stride"]
+            m.d.sync += restart(nxt_a, nxt_rel, box["run"], box["n_inner"] - 1, ol_r - 1, box["run"] <= W,
+                                box["n_inner"] == 1, ol_r == 1)
+            m.d.sync += [run_a_r.eq(nxt_a), run_rel_r.eq(nxt_rel), out_a_r.eq(nxt_a), out_rel_r.eq(nxt_rel)]
+        with m.If(issuing & box_end & to_weights):  # the weight box next
+            m.d.sync += first(w_box) + [l_weight.eq(1)]
+        with m.If(issuing & box_end & ~to_weights):     # the end
+            m.d.sync += [l_tail.eq(1), l_weight.eq(0)]
+        with m.If(l_tail):
+            m.d.sync += [l_tail.eq(0), l_active.eq(0)]
         with m.If(starts):                          # the step's first box: inputs, else weights
             m.d.sync += [l_active.eq(1), l_weight.eq(~ld.ld_in)]
             with m.If(ld.ld_in):
                 m.d.sync += first(in_box)
             with m.Else():
                 m.d.sync += first(w_box)
-        with m.Elif(issuing):
-            with m.If(~last_chunk):                 # the run's next chunk
-                m.d.sync += restart(addr + W, rel + W, remaining - W, il_r, ol_r, remaining <= 2 * W, il_zero, ol_zero)
-            with m.Elif(~inner_last):               # the next run
-                nxt_a, nxt_rel = run_a_r + box["inner_stride"], run_rel_r + box["inner_stride"]
-                m.d.sync += restart(nxt_a, nxt_rel, box["run"], il_r - 1, ol_r, box["run"] <= W, il_r == 1, ol_zero)
-                m.d.sync += [run_a_r.eq(nxt_a), run_rel_r.eq(nxt_rel)]
-            with m.Elif(~box_done):                 # the next outer run
-                nxt_a, nxt_rel = out_a_r + box["outer_stride"], out_rel_r + box["outer_stride"]
-                m.d.sync += restart(nxt_a, nxt_rel, box["run"], box["n_inner"] - 1, ol_r - 1, box["run"] <= W,
-                                    box["n_inner"] == 1, ol_r == 1)
-                m.d.sync += [run_a_r.eq(nxt_a), run_rel_r.eq(nxt_rel), out_a_r.eq(nxt_a), out_rel_r.eq(nxt_rel)]
-            with m.Else():                          # the weight box next, or the end
-                with m.If(~l_weight & ld.ld_w):
-                    m.d.sync += first(w_box) + [l_weight.eq(1)]
-                with m.Else():
-                    m.d.sync += [l_tail.eq(1), l_weight.eq(0)]
-        with m.Elif(l_tail):
-            m.d.sync += [l_tail.eq(0), l_active.eq(0)]
         cur_weight = l_weight
         # The NoC lanes, three cycles after the issue, in register stages: the L2
         # banks' words of the tensor on the bus (the banks' read latency, then a register); the
@@ -193,7 +204,7 @@ class Loader:
             m.d.sync += lane_data[8 * j: 8 * j + 8].eq(banked.word_select(bank, 8) if W > 1 else banked)
         # Busy next cycle, a register: a box taken at the next go (the shift now), an issue
         # next cycle (one now that is not the last, or the box taken now), or one in flight
-        last_issue = wire(m, box_done & (l_weight | ~ld.ld_w), "l_last_issue")
+        last_issue = wire(m, box_end & (l_weight | ~ld.ld_w), "l_last_issue")
         issuing_next = starts | (issuing & ~last_issue)
         continues = registered(m, ctl.go_next["load"] | issuing_next | issuing | issued | issued_d2, "l_continues")
         return cls(continues, early_len, weights[1], lane_data, issue_rel, in_base, w_base, strides)

@@ -33,7 +33,7 @@ from amaranth.lib.wiring import In, Out
 
 from costmodel.hwgen_preset.rules import input_span, l1_words
 
-from .common import pipe, registered, wire
+from .common import multiply, pipe, registered, wire
 
 __all__ = ["PE", "PE_MODULE", "align_row", "pe_instance", "pick", "row_window"]
 
@@ -203,7 +203,11 @@ class PE(wiring.Component):
             aligned = align_row(m, lane_data, W, N, q, f"row{p}")
             for name, _ in users:
                 aligned_rows[name, p] = aligned
-        for name, bank in (("input", self.ld_bank_in), ("weight", self.ld_bank_w)):
+        # (the banks the words go to, registered here too: they change at a shift and reach this
+        # register two cycles later, well before the step's first capture, six or more cycles
+        # after the shift; the step before's last captures keep the old bank the longer)
+        for name, bank in (("input", pipe(m, self.ld_bank_in, "ld_bank_in_r")),
+                           ("weight", pipe(m, self.ld_bank_w, "ld_bank_w_r"))):
             for row, (ok, v, n, words) in enumerate(in_lanes[name]):
                 near, lo, wb = windows[name, row]
                 aligned = aligned_rows[name, row]
@@ -223,30 +227,52 @@ class PE(wiring.Component):
         # 2. multiply (and add the lanes);  3. read, add and write the partial sum.
         # The next step's issue overlaps stages 2 and 3 (it reads operands only); the compute
         # engine stays busy one cycle after its last issue, and the one write that lands in the
-        # next slot (the last issue's) is forwarded to the drain, which may read that word then.
+        # next slot (the last issue's) lands before the drain reads (below).
         def read(name, bank, addr, shape, tag):
             if len(regs[name][0]) == 1:
                 return wire(m, Mux(bank, regs[name][1][0], regs[name][0][0]), tag, shape)
             return wire(m, Mux(bank, pick(regs[name][1], addr), pick(regs[name][0], addr)), tag, shape)
-        # (the operands' banks, registered with the addresses)
-        bank_in = pipe(m, self.cp_bank_in, "cp_bank_in_r")
-        bank_w = pipe(m, self.cp_bank_w, "cp_bank_w_r")
-        rd_in = [pipe(m, getattr(self, f"rd_in_{j}"), f"rd_in_r{j}") for j in range(self.simd)]
-        rd_w = [pipe(m, getattr(self, f"rd_w_{j}"), f"rd_w_r{j}") for j in range(self.simd)]
         rd_on = pipe(m, self.rd_on, "rd_on_r")
-        x_r = [Signal(signed(8), name=f"x_r{j}") for j in range(self.simd)]
-        w_r = [Signal(signed(8), name=f"w_r{j}") for j in range(self.simd)]
-        on_r = Signal(self.simd, name="on_r")
-        for j in range(self.simd):
-            m.d.sync += [x_r[j].eq(read("input", bank_in, rd_in[j], signed(8), f"x_in{j}")),
-                         w_r[j].eq(read("weight", bank_w, rd_w[j], signed(8), f"w_in{j}"))]
-        m.d.sync += on_r.eq(rd_on)
-        products = [wire(m, Mux(on_r[j], x_r[j] * w_r[j], 0), f"prod{j}", signed(17)) for j in range(self.simd)]
-        while len(products) > 1:              # the lanes' adder tree
-            products = [wire(m, products[i] + products[i + 1], "lane_sum", signed(32)) if i + 1 < len(products)
-                        else products[i] for i in range(0, len(products), 2)]
         n_out = self.words["output"]
-        prod_r = Signal(signed(32), name="prod_r")
+        if self.simd == 1:
+            # one lane: the operands (the input's 0 off the filter) and the product are the
+            # registers of one multiplier (an FPGA's multiplier block and its own registers).
+            # Each bit of an operand is read by its own copy of the address and the bank (the
+            # registers at the PE's input), beside its mux: the read's wires are short, and the
+            # wire into the multiplier block is what the path has left
+            def read_bits(name, bank_port, addr_port, tag):
+                bits = []
+                for b in range(8):
+                    k = pipe(m, bank_port, f"{tag}_k{b}")
+                    words = [[w[b] for w in regs[name][i]] for i in range(2)]
+                    if len(words[0]) == 1:
+                        bits.append(Mux(k, words[1][0], words[0][0]))
+                    else:
+                        a = pipe(m, addr_port, f"{tag}_a{b}")
+                        bits.append(Mux(k, pick(words[1], a), pick(words[0], a)))
+                return wire(m, Cat(*bits), tag, signed(8))
+            x_in = read_bits("input", self.cp_bank_in, self.rd_in_0, "x_in0")
+            w_in = read_bits("weight", self.cp_bank_w, self.rd_w_0, "w_in0")
+            prod_r = multiply(m, Mux(rd_on[0], x_in, 0), w_in, 32, "prod_r", both_signed=True)
+        else:
+            # (the operands' banks, registered with the addresses)
+            bank_in = pipe(m, self.cp_bank_in, "cp_bank_in_r")
+            bank_w = pipe(m, self.cp_bank_w, "cp_bank_w_r")
+            rd_in = [pipe(m, getattr(self, f"rd_in_{j}"), f"rd_in_r{j}") for j in range(self.simd)]
+            rd_w = [pipe(m, getattr(self, f"rd_w_{j}"), f"rd_w_r{j}") for j in range(self.simd)]
+            x_r = [Signal(signed(8), name=f"x_r{j}") for j in range(self.simd)]
+            w_r = [Signal(signed(8), name=f"w_r{j}") for j in range(self.simd)]
+            on_r = Signal(self.simd, name="on_r")
+            for j in range(self.simd):
+                m.d.sync += [x_r[j].eq(read("input", bank_in, rd_in[j], signed(8), f"x_in{j}")),
+                             w_r[j].eq(read("weight", bank_w, rd_w[j], signed(8), f"w_in{j}"))]
+            m.d.sync += on_r.eq(rd_on)
+            products = [wire(m, Mux(on_r[j], x_r[j] * w_r[j], 0), f"prod{j}", signed(17)) for j in range(self.simd)]
+            while len(products) > 1:              # the lanes' adder tree
+                products = [wire(m, products[i] + products[i + 1], "lane_sum", signed(32)) if i + 1 < len(products)
+                            else products[i] for i in range(0, len(products), 2)]
+            prod_r = Signal(signed(32), name="prod_r")
+            m.d.sync += prod_r.eq(products[0])
         we = [Signal(name=f"mac_we{k}") for k in (1, 2)]            # stage 1, 2 of the issue
         addr = [Signal.like(self.ps_addr, name=f"ps_addr{k}") for k in (1, 2)]
         bank = [Signal(name=f"ps_bank{k}") for k in (1, 2)]
@@ -254,31 +280,36 @@ class PE(wiring.Component):
         ps_addr = pipe(m, self.ps_addr, "ps_addr_r")
         bank_ps = pipe(m, self.cp_bank_ps, "cp_bank_ps_r")
         m.d.sync += [we[0].eq(mac_en), addr[0].eq(ps_addr), bank[0].eq(bank_ps),
-                     we[1].eq(we[0]), addr[1].eq(addr[0]), bank[1].eq(bank[0]), prod_r.eq(products[0])]
+                     we[1].eq(we[0]), addr[1].eq(addr[0]), bank[1].eq(bank[0])]
         we_r, addr_r, bank_r = we[1], addr[1], bank[1]
         ps_old = read("output", bank_r, addr_r, signed(32), "ps_old")
         mac = wire(m, ps_old + prod_r, "mac", signed(32))
 
-        # ---- drain: read (the pending write forwarded), clear -----------------------------
-        # (a lane past the row, j >= dr_len, reads a word the drain ignores)
-        pending = wire(m, we_r & (bank_r == self.dr_bank), "ps_pending")
+        # ---- drain: read, clear ------------------------------------------------------------
+        # What the drain tells the PEs is registered at each PE's input, like the broadcasts
+        # above, so a drain issue reads at d+1: five cycles or more after the step's last MAC
+        # issue e (the drain issues from its go + DRAIN_WAIT, e + 4 or later), whose write
+        # landed at e+4.  (A lane past the row, j >= dr_len, reads a word the drain ignores.)
+        dr_en = pipe(m, self.dr_en, "dr_en_r")
+        dr_bank = pipe(m, self.dr_bank, "dr_bank_r")
+        dr_addr = pipe(m, self.dr_addr, "dr_addr_r")
+        dr_len = pipe(m, self.dr_len, "dr_len_r")
         for j in range(self.drain_lanes):
-            a = wire(m, self.dr_addr + j, f"dr_a{j}", range(n_out + self.drain_lanes + 1))
-            words = [Mux(self.dr_bank, regs["output"][1][i], regs["output"][0][i]) for i in range(n_out)]
-            held = words[0] if n_out == 1 else pick(words, a)
-            m.d.comb += self.psum[32 * j: 32 * j + 32].eq(Mux(pending & (addr_r == a), mac, held))
+            a = wire(m, dr_addr + j, f"dr_a{j}", range(n_out + self.drain_lanes + 1))
+            words = [Mux(dr_bank, regs["output"][1][i], regs["output"][0][i]) for i in range(n_out)]
+            m.d.comb += self.psum[32 * j: 32 * j + 32].eq(words[0] if n_out == 1 else pick(words, a))
         for i in range(n_out):
             if self.drain_lanes == 1:
-                cleared = self.dr_en & (self.dr_addr == i)
+                cleared = dr_en & (dr_addr == i)
             else:
-                cleared = self.dr_en & (i < self.dr_addr + self.dr_len)
-                if i < 2 ** len(self.dr_addr) - 1:          # (else dr_addr <= i always)
-                    cleared = cleared & (self.dr_addr <= i)
+                cleared = dr_en & (i < dr_addr + dr_len)
+                if i < 2 ** len(dr_addr) - 1:          # (else dr_addr <= i always)
+                    cleared = cleared & (dr_addr <= i)
             cleared = wire(m, cleared, f"dr_clr{i}")
             written = wire(m, we_r & (addr_r == i), f"ps_we{i}")
             for b in range(2):
-                # a word drained while its last partial sum is written: the drain took the sum
-                with m.If(cleared & (self.dr_bank == b)):
+                # (a clear and a write never meet: the bank drained is not the one computed)
+                with m.If(cleared & (dr_bank == b)):
                     m.d.sync += regs["output"][b][i].eq(0)
                 with m.Elif(written & (bank_r == b)):
                     m.d.sync += regs["output"][b][i].eq(mac)

@@ -302,3 +302,29 @@ def test_the_host_bus_addresses_every_l2_word():
         assert len({a >> bits for a in last.values()}) == 3              # regions stay apart
         assert all(a & ((1 << bits) - 1) == l2[r] - 1 for r, a in last.items())
     assert host_offset_bits(l2_split(builtin_hardware("large"))) == 21   # 2 Mi words of input
+
+
+@pytest.mark.parametrize("max_stride", [1, 2, 3, 4, 5])
+def test_products_by_a_stride_and_input_spans_without_a_multiplier(max_stride):
+    """``by_stride`` (a mux over constant multiples) and ``span`` (``n * stride + filt - stride``)
+    equal ``x * stride`` and ``(n - 1) * stride + filt`` for every stride the design allows."""
+    from amaranth.hdl import Module, Signal
+    from amaranth.sim import Simulator
+    from hwgen.common import by_stride, span
+    m = Module()
+    x, stride, filt, prod, rows = Signal(16), Signal(4), Signal(4), Signal(24), Signal(24)
+    m.d.comb += [prod.eq(by_stride(x, stride, max_stride)), rows.eq(span(x, stride, filt, max_stride)[:24])]
+    sim = Simulator(m)
+    seen = []
+
+    async def bench(ctx):
+        for xv in (1, 2, 7, 100, 65535):
+            for sv in range(1, max_stride + 1):
+                for fv in range(sv, 8):            # (the host makes the stride at most the filter)
+                    ctx.set(x, xv)
+                    ctx.set(stride, sv)
+                    ctx.set(filt, fv)
+                    seen.append((ctx.get(prod), ctx.get(rows), xv * sv, ((xv - 1) * sv + fv) % 2 ** 24))
+    sim.add_testbench(bench)
+    sim.run()
+    assert seen and all(p == want_p and r == want_r for p, r, want_p, want_r in seen)

@@ -114,6 +114,11 @@ def test_fusesoc_accepts_the_emitted_core(emitted: Path, tmp_path: Path):
     info = _fusesoc(["core-info", manifest["core_name"]], tmp_path)
     assert info.returncode == 0, info.stderr
     assert manifest["core_name"] in info.stdout and "sim" in info.stdout and "lint" in info.stdout
+    # the ECP5 target: Yosys reads the design with the macro that maps accelgen_mul onto MULT18X18D
+    setup = _fusesoc(["run", "--setup", "--target", "ecp5", manifest["core_name"]], tmp_path)
+    assert setup.returncode == 0, setup.stderr
+    procs = list((tmp_path / "build").rglob("edalize_yosys_procs.tcl"))
+    assert len(procs) == 1 and "ACCELGEN_ECP5_DSP" in procs[0].read_text()
     from sim_tests import simenv
     simenv.apply_env()
     if not simenv.missing_tools("icarus"):

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 from amaranth.back import verilog
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from accelgen import synth
+from hwgen.common import MUL_VERILOG, multiply
 from costmodel import AccelgenError
 
 
@@ -83,3 +84,48 @@ def test_unsupported_target_and_device_are_refused(pipeline_v: Path):
         synth.place_and_route(pipeline_v, "pipeline", "ice40")
     with pytest.raises(AccelgenError, match=r"^unknown ECP5 device '12k'; expected one of 25k, "):
         synth.place_and_route(pipeline_v, "pipeline", "ecp5", device="12k")
+
+
+def test_smallest_device_leaves_room_to_place():
+    """The bench places a design on the smallest LFE5U it fits with room: at most 60 % of the
+    LUT4s, 90 % of the multipliers and block RAMs (a distributed-RAM cell counts four LUT4s)."""
+    R = synth.Resources
+    assert synth.smallest_device(R(lut=1_000, dsp=1, bram=1)) == "25k"
+    assert synth.smallest_device(R(lut=14_500, dsp=25, bram=12)) == "25k"
+    assert synth.smallest_device(R(lut=14_600, dsp=25, bram=12)) == "45k"      # 60 % of 24,288: 14,572
+    assert synth.smallest_device(R(lut=14_500, dsp=26, bram=12)) == "45k"      # 26 > 0.9 * 28 multipliers
+    assert synth.smallest_device(R(lut=14_000, lutram=200, dsp=1, bram=1)) == "45k"   # 14,800 LUT4
+    assert synth.smallest_device(R(lut=14_000, dsp=1, bram=60)) == "45k"
+    assert synth.smallest_device(R(lut=40_000, dsp=1, bram=1)) == "85k"
+    assert synth.smallest_device(R(lut=241_000, dsp=64, bram=512)) == "85k"   # fits none: the largest
+    for device, (lut, dsp, bram) in synth.ECP5_CAPACITY.items():
+        assert device in synth.ECP5_DEVICES and lut > 0 and dsp > 0 and bram > 0
+
+
+class Product(wiring.Component):
+    """A signed 8x8 product through the generated design's registered multiplier."""
+    a: In(signed(8))
+    b: In(signed(8))
+    p: Out(signed(32))
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += self.p.eq(multiply(m, self.a, self.b, 32, "p_r", both_signed=True))
+        return m
+
+
+def test_the_registered_multiplier_is_one_ecp5_block_holding_its_registers(tmp_path: Path):
+    """On an ECP5 the multiplier's input and output registers are the MULT18X18D's own (no
+    fabric flip-flop is left), which Yosys 0.23 does not infer; any other target maps the
+    behaviour to fabric registers."""
+    missing = synth.yosys_missing()
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(missing, pytrace=False)
+        pytest.skip(missing)
+    path = tmp_path / "product.v"
+    path.write_text(verilog.convert(Product(), name="product") + MUL_VERILOG)
+    ecp5 = synth.synthesize_module(path, "product", "ecp5")
+    assert (ecp5.dsp, ecp5.ff, ecp5.cells.get("MULT18X18D")) == (1, 0, 1)
+    generic = synth.synthesize_module(path, "product", "generic")
+    assert generic.dsp == 0 and generic.ff >= 8 + 8 + 16

@@ -55,14 +55,18 @@ class TimingConstants:
     #                                  accumulate) overlaps the next step's issues (drain_wait_cycles)
     drain_wait_cycles: int = 3      # a step's drain starts three cycles after its slot's go: the
     #                                 last partial sums of the step are written by then
-    drain_latency_cycles: int = 3   # the PEs' words selected (a register), the reduction tree (a
-    #                                 register a level), moved to the L2 banks (a register), and
-    #                                 added to the L2 words read two cycles before (the banks and a
-    #                                 register): after the last issue, 3 + max(levels - 1, 0)
+    drain_latency_cycles: int = 4   # the PEs' input register, their words selected (a register),
+    #                                 the reduction tree (a register a level), moved to the L2 banks
+    #                                 (a register), and added to the L2 words read two cycles
+    #                                 before (the banks and a register): after the last issue,
+    #                                 4 + max(levels - 1, 0)
     #                                 cycles with ``levels`` of reduction tree (drain_latency)
-    start_cycles: int = 4           # the controller's cycles after start: the odometer runs two
-    #                                 steps ahead of the step loaded, so step 0 takes two shifts
-    #                                 (each after a cycle of register stage) to reach the loader
+    start_delay_cycles: int = 3     # the controller starts three cycles after the host's start
+    #                                 write: the configuration's products (Geometry.static) settle
+    start_cycles: int = 7           # from the start write: the delay, then the controller's
+    #                                 cycles before the first slot: the odometer runs two steps
+    #                                 ahead of the step loaded, so step 0 takes two shifts (each
+    #                                 after a cycle of register stage) to reach the loader
     #                                 (the drain's width is the structure's W: drain_runs)
 
 
