@@ -142,7 +142,7 @@ def bench_rtl_resources(hardware: str, target: str = "ecp5", place_top: bool = F
         # (on the smallest ECP5 the whole design fits with room, as an engineer would pick it)
         device = smallest_device(r.total)
         placed = [("rtl_fmax_mhz", PE_MODULE, True, f"kcp on {hardware}: {PE_MODULE} alone, ports registered", (1,))]
-        whole = f"kcp on {hardware}: whole {TOP}, {hw.num_pes} PEs, pins unconstrained"
+        whole = f"kcp on {hardware}: whole {TOP}, {hw.num_pes} PEs, only the clock pin constrained"
         top_wanted = place_top and os.environ.get("ACCELGEN_BENCH_PNR_TOP", "1") != "0"
         if top_wanted:
             placed.append(("rtl_fmax_mhz_top", TOP, False, whole, tuple(range(1, seeds + 1))))
