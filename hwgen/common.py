@@ -32,35 +32,34 @@ def registered(m: Module, expr, name: str, shape=None) -> Signal:
 PIPE_MODULE = "accelgen_pipe"
 PIPE_VERILOG = f"""\
 // {PIPE_MODULE}: a register that synthesis must keep as it is: at the receiving end of a
-// broadcast (one per receiver), or a copy of a register beside the multiplier it feeds.  Copies
+// broadcast (one per receiver), or a copy of a register beside the logic that reads it.  Copies
 // of it have equal inputs; `keep` stops synthesis from merging them back into one register whose
-// output carries the fanout and wire length the copy is there to cut.  It takes d when en is 1.
-module {PIPE_MODULE} #(parameter WIDTH = 1) (clk, en, d, q);
+// output carries the fanout and wire length the copy is there to cut.
+module {PIPE_MODULE} #(parameter WIDTH = 1) (clk, d, q);
   input  wire             clk;
-  input  wire             en;
   input  wire [WIDTH-1:0] d;
   output wire [WIDTH-1:0] q;
   (* keep = "true" *) reg [WIDTH-1:0] r = {{WIDTH{{1'b0}}}};
   (* keep *)
   always @(posedge clk)
-    if (en) r <= d;
+    r <= d;
   assign q = r;
 endmodule
 """
 
 
-def pipe(m: Module, expr, name: str, shape=None, en=1) -> Signal:
-    """``expr`` registered (taken when ``en``) in an instance of :data:`PIPE_MODULE`, initially 0,
-    with no reset, that synthesis keeps: at the receiving end of a broadcast every receiver (each
-    PE) keeps its own copy, which Yosys and vendor tools would otherwise merge, since they all
-    register the same value, so the broadcast's wires run from a register to registers; and a
-    multiplier's operands are copies of its operands' registers (:func:`product`)."""
+def pipe(m: Module, expr, name: str, shape=None) -> Signal:
+    """``expr`` registered in an instance of :data:`PIPE_MODULE`, initially 0, with no reset,
+    that synthesis keeps: at the receiving end of a broadcast every receiver (each PE) keeps its
+    own copy, which Yosys and vendor tools would otherwise merge, since they all register the same
+    value, so the broadcast's wires run from a register to registers; likewise a copy of a
+    register beside one group of its readers (``Geometry.operand``)."""
     value = Value.cast(expr)
     shape = shape if shape is not None else value.shape()
     d = wire(m, value, f"{name}_d", shape)
     q = Signal(shape, name=name)
     m.submodules[f"{name}_pipe"] = Instance(PIPE_MODULE, p_WIDTH=len(q), i_clk=ClockSignal("sync"),
-                                            i_en=Value.cast(en), i_d=d, o_q=q)
+                                            i_d=d, o_q=q)
     return q
 
 

@@ -91,17 +91,19 @@ class Geometry:
         that reads it, a register of it (a stage later) that synthesis keeps apart
         (:func:`.common.pipe`), so that it sits beside its readers instead of driving wires
         across the design (about 3.5 ns each on an ECP5)."""
+        self._check_static(reg)
+        return pipe(self.m, reg, name)
+
+    def _check_static(self, reg: Signal) -> None:
         assert id(reg) in self._statics or any(reg is r for r in self.cfg.values()), \
             f"{reg.name} is neither a configuration nor a static register"
-        return pipe(self.m, reg, name)
 
     def static_product(self, a: Signal, b: Signal, name: str, width: int) -> Signal:
         """``a * b`` (configuration or static registers) as a static register: a registered
         multiplier (:func:`.common.multiply`) whose input registers take ``a`` and ``b`` and whose
         output register is the static one, two stages after the later operand."""
-        for r in (a, b):
-            assert id(r) in self._statics or any(r is c for c in self.cfg.values()), \
-                f"{r.name} is neither a configuration nor a static register"
+        self._check_static(a)
+        self._check_static(b)
         reg = multiply(self.m, a, b, width, name)
         self._statics.add(id(reg))
         return reg
