@@ -25,7 +25,7 @@ from .geometry import CONFIG_REGS, Geometry
 from .hostbus import CTRL, REGION, HostBus
 from .l2 import L2
 from .loader import Loader
-from .pe import PE, pe_instance
+from .pe import PE, pe_instance, row_window
 
 __all__ = ["Accelerator", "CONFIG_REGS", "REGION", "CTRL"]
 
@@ -47,8 +47,7 @@ class Accelerator(wiring.Component):
     def pe(self) -> PE:
         """The one PE every position of the array instantiates (emitted as :data:`PE_MODULE`)."""
         s = self.s
-        return PE(s.pe_tile_max, s.max_stride, s.noc_words_per_cycle, s.simd_lanes, drain_lanes(s),
-                  self.abits)
+        return PE(s.pe_tile_max, s.max_stride, s.noc_words_per_cycle, s.simd_lanes, drain_lanes(s))
 
     def elaborate(self, platform):
         m = Module()
@@ -159,8 +158,7 @@ class _PerClass:
         first word is the box's plus its units' steps (a static register), and lane 0's is the
         box's plus the issue's offset in it (``issue_rel``, a cycle after the issue), so the
         difference is taken from registers, two cycles before the PEs' lanes register holds
-        the issue's words; the PE adds its rows' offsets to it and registers where each row is
-        on the lanes, then which of its words each L1 word takes (``hwgen/pe.py``)."""
+        the issue's words (:meth:`_window` adds each row's offset)."""
         loader, m, A = self.loader, self.m, self.A
         k0, k1 = self._unit_key(tuple(loader.strides[name]), u0, u1)
 
@@ -173,6 +171,22 @@ class _PerClass:
             m.d.sync += delta.eq(((first[0] if first else 0) - loader.issue_rel)[:A])
             return delta
         return self._once(("delta", name, k0, k1), make)
+
+    def _window(self, name: str, row: str, n: int, u0: int, u1: int):
+        """Where L1 row ``row`` (``n`` words) of the class's PEs falls on the lanes of two cycles
+        later, registered a cycle before them: ``near`` (some word of it is on the lanes: v <
+        lanes + n - 1, with v = delta + the row's offset mod 2**A, the row's first word on lane
+        v - (n - 1)) and the window ``lo`` (v's low bits), for the PEs' capture (``hwgen/pe.py``).
+        Once per class and row, not per PE: all the PEs of a class see the row at one place."""
+        m, A, W = self.m, self.A, self.s.noc_words_per_cycle
+        k0, k1 = self._unit_key(tuple(self.loader.strides[name]), u0, u1)
+
+        def make():
+            v = wire(m, (self._delta(name, u0, u1) + self.rows[row])[:A], f"{row}_v_{k0}_{k1}", A)
+            near = registered(m, v < W + n - 1, f"{row}_near_{k0}_{k1}")
+            lo = registered(m, v[:row_window(n, W)], f"{row}_lo_{k0}_{k1}")
+            return near, lo
+        return self._once(("window", row, k0, k1), make)
 
     def _step_times(self, name: str, level: int, k: int):
         """``k`` times the L2 distance between neighbouring units of ``level`` for ``name``: a
@@ -199,18 +213,19 @@ class _PerClass:
         return Cat(*bits).all()
 
     def broadcast_rows(self, pe: PE) -> None:
-        """The L2 offset of every L1 row from the tile's first word, plus (row length - 1)."""
+        """The L2 offset of every L1 row from the tile's first word, plus (row length - 1): static
+        registers, read by :meth:`_window`."""
         m, g, A, t = self.m, self.g, self.A, pe.tile
         strides = self.loader.strides
         plane, row = strides["input"]["C"], g.cfg["in_cols"]
         for c in range(t["C"]):
             for y in range(pe.in_rows):
-                self.rows[f"in_ofs_{c}_{y}"] = g.static_sum([(c, plane), (y, row), pe.in_cols - 1], f"in_ofs_{c}_{y}", A)
+                self.rows[f"in_{c}_{y}"] = g.static_sum([(c, plane), (y, row), pe.in_cols - 1], f"in_ofs_{c}_{y}", A)
         crs, rs = strides["weight"]["K"], strides["weight"]["C"]
         for k in range(t["K"]):
             for c in range(t["C"]):
                 for r in range(t["R"]):
-                    self.rows[f"w_ofs_{k}_{c}_{r}"] = g.static_sum([(k, crs), (c, rs), (r, g.S), t["S"] - 1],
+                    self.rows[f"w_{k}_{c}_{r}"] = g.static_sum([(k, crs), (c, rs), (r, g.S), t["S"] - 1],
                                                                    f"w_ofs_{k}_{c}_{r}", A)
 
     def wire_pe(self, pe, u0: int, u1: int, template: PE) -> None:
@@ -220,7 +235,6 @@ class _PerClass:
         m.d.comb += [
             pe.lane_len.eq(loader.early_len), pe.lane_weight.eq(loader.early_weight), pe.lane_data.eq(loader.lane_data),
             pe.ld_bank_in.eq(self._to_pes(ld.bank_in, "ld_bank_in")), pe.ld_bank_w.eq(self._to_pes(ld.bank_w, "ld_bank_w")),
-            pe.in_delta.eq(self._delta("input", u0, u1)), pe.w_delta.eq(self._delta("weight", u0, u1)),
             pe.ld_kn.eq(self._ld_extent("K", u0, u1)), pe.ld_cn.eq(self._ld_extent("C", u0, u1)),
             pe.ld_yn.eq(self._ld_extent("Y", u0, u1)), pe.ld_xn.eq(self._ld_extent("X", u0, u1)),
             pe.filt_r.eq(g.R), pe.filt_s.eq(g.S),
@@ -229,6 +243,8 @@ class _PerClass:
             pe.cp_bank_in.eq(compute.banks["bank_in"]), pe.cp_bank_w.eq(compute.banks["bank_w"]),
             pe.cp_bank_ps.eq(compute.banks["bank_ps"]),
         ]
-        m.d.comb += [getattr(pe, name).eq(sig) for name, sig in self.rows.items()]
+        for name, row, n in template.l1_rows():
+            near, lo = self._window(name, row, n, u0, u1)
+            m.d.comb += [getattr(pe, f"{row}_near").eq(near), getattr(pe, f"{row}_lo").eq(lo)]
         for j in range(template.simd):
             m.d.comb += [getattr(pe, f"rd_in_{j}").eq(compute.rd_in[j]), getattr(pe, f"rd_w_{j}").eq(compute.rd_w[j])]

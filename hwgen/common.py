@@ -56,10 +56,25 @@ def pipe(m: Module, expr, name: str, shape=None) -> Signal:
     register beside one group of its readers (``Geometry.operand``)."""
     value = Value.cast(expr)
     shape = shape if shape is not None else value.shape()
-    d = wire(m, value, f"{name}_d", shape)
     q = Signal(shape, name=name)
-    m.submodules[f"{name}_pipe"] = Instance(PIPE_MODULE, p_WIDTH=len(q), i_clk=ClockSignal("sync"),
-                                            i_d=d, o_q=q)
+    _pipe_instance(m, value, q)
+    return q
+
+
+def _pipe_instance(m: Module, value, q: Signal) -> None:
+    d = wire(m, value, f"{q.name}_d", q.shape())
+    m.submodules[f"{q.name}_pipe"] = Instance(PIPE_MODULE, p_WIDTH=len(q), i_clk=ClockSignal("sync"), i_d=d, o_q=q)
+
+
+def kept_copy(m: Module, name: str, shape, updates) -> Signal:
+    """A register that synthesis keeps apart from its twin, which takes the same ``updates``
+    (``(condition, value)`` pairs, the first true one taken; else it holds): a copy of a
+    register for one group of its readers, so the twin's fanout stays with its own."""
+    q = Signal(shape, name=name)
+    d = q
+    for cond, value in reversed(updates):
+        d = Mux(cond, value, d)
+    _pipe_instance(m, d, q)
     return q
 
 

@@ -14,7 +14,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from costmodel.hwgen_preset.rules import LOOP_DIMS, OUTPUT_DIMS, TENSOR_LOOP_DIMS, TIMING
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, multiply, registered, times, wire
+from .common import COORD, kept_copy, multiply, pipe, registered, times, wire
 from .geometry import Desc, Geometry
 
 __all__ = ["Controller", "Product"]
@@ -71,6 +71,7 @@ class Controller:
         which is the step after ``ld``, so a step's quantities have two slots to be computed in
         (:meth:`ahead`)."""
         ld, cp, dr, go = self.ld, self.cp, self.dr, self.go
+        self._m = m
         assert TIMING.start_cycles == TIMING.start_delay_cycles + 4, "the delay, then two shifts each after a hold cycle"
         starting = [Signal(name=f"starting{k}") for k in range(TIMING.start_delay_cycles)]
         m.d.sync += [starting[0].eq(start_write)] + [starting[k].eq(starting[k - 1]) for k in range(1, len(starting))]
@@ -106,16 +107,29 @@ class Controller:
         # held and with work, a register (the descriptors, which ``work`` reads, change only at
         # a shift or start), so the shift, whose fanout is the widest, is a few gates from
         # registers: ready and no engine busy next cycle.
+        #
+        # The shift enables about a thousand registers over the whole device (the descriptors,
+        # the odometer, every stage of :meth:`ahead`), so it is decoded in several copies
+        # (:meth:`shift_copy`), each for one group of them: a kept copy of ``ready`` (so
+        # synthesis does not merge them) and the engines' three registers, one LUT.  The
+        # odometer's copy has ``more`` in its ``ready`` (``more`` changes only at a shift or
+        # start, after which ``ready`` is 0), so its positions' enables are that copy and a
+        # settled register.
         hold = Signal(name="hold")
-        ready = Signal(name="ready")
         # (``start`` comes only while not running, so never with ``ready``)
-        self.shift = wire(m, ready & ~self.engines_continue, "shift")
-        m.d.sync += [hold.eq(start | self.shift), ready.eq(self.running & ~start & ~self.shift & work_now)]
+        self.shift = Signal(name="shift_desc")
+        self._ready_next = wire(m, self.running & ~start & ~self.shift & work_now, "ready_next")
+        m.d.comb += self.shift.eq(pipe(m, self._ready_next, "ready_desc") & ~self.engines_continue)
+        self._shifts = {"desc": self.shift}
+        odo_ready = pipe(m, self._ready_next & more, "ready_odo")
+        shift_odo = wire(m, odo_ready & ~self.engines_continue, "shift_odo")
+        m.d.sync += hold.eq(start | self.shift)
         # each engine's go: the shift, with work for it in the step moving in (the engines read
         # these for whether they are busy next cycle)
-        self.go_next = {"load": wire(m, self.shift & pre.valid & (new_in | new_w), "go_load_next"),
-                        "compute": wire(m, self.shift & ld.valid, "go_compute_next"),
-                        "drain": wire(m, self.shift & cp.valid & cp_ends, "go_drain_next")}
+        go_shift = self.shift_copy("go")
+        self.go_next = {"load": wire(m, go_shift & pre.valid & (new_in | new_w), "go_load_next"),
+                        "compute": wire(m, go_shift & ld.valid, "go_compute_next"),
+                        "drain": wire(m, go_shift & cp.valid & cp_ends, "go_drain_next")}
         m.d.sync += [self.go_load.eq(self.go_next["load"]), self.go_compute.eq(self.go_next["compute"]),
                      self.go_drain.eq(self.go_next["drain"])]
 
@@ -131,7 +145,7 @@ class Controller:
         nxt_r1 = [Signal(COORD, name=f"nxt_r1_{d}") for d in LOOP_DIMS]
         pos_start = [Signal(COORD, name=f"pos_start_{d}") for d in LOOP_DIMS]
         self.pos = Desc(wire(m, more, "pos_valid"), pos_b0, pos_r1, *[Signal(name=f"pos_{f}") for f in
-                        ("bank_in", "bank_w", "bank_ps", "ld_in", "ld_w", "ends")], start=pos_start)
+                        ("bank_in", "bank_w", "bank_ps", "ld_in", "ld_w", "ends")], start=pos_start)   # (copied below)
         nxt_start = [Signal(COORD, name=f"nxt_start_{d}") for d in LOOP_DIMS]
         m.d.comb += [nxt_b0[i].eq(pos_b0[i]) for i in range(4)]
         m.d.comb += [nxt_r1[i].eq(pos_r1[i]) for i in range(4)]
@@ -177,31 +191,14 @@ class Controller:
         last = settled(wraps, "odo_last")       # every loop wraps: the walk's last step
 
         with m.If(start):
-            m.d.sync += [self.running.eq(1), self.cycles.eq(self.cycles + 1), more.eq(1),
-                         pre.valid.eq(0), ld.valid.eq(0), cp.valid.eq(0), dr.valid.eq(0), go.eq(0)]
-            m.d.sync += [p.eq(0) for p in pos_b0 + pos_r1 + pos_start]
+            m.d.sync += [self.running.eq(1), self.cycles.eq(self.cycles + 1), go.eq(0)]
         # (the shift comes only while running, in every engine's last busy cycle: ``ready`` is
         # a register of ``running``, and the cycle after ``done``'s has no work; it is decoded
         # on its own, so its enables are the shift and a register or two)
         with m.Elif(self.shift):
             m.d.sync += [self.cycles.eq(self.cycles + 1), go.eq(1)]
-            # dr <- cp, cp <- ld, ld <- pre, pre <- pos, pos <- next
-            m.d.sync += [dr.valid.eq(cp.valid), dr.ends.eq(cp_ends), dr.bank_ps.eq(cp.bank_ps)]
-            m.d.sync += [a.eq(b) for a, b in zip(dr.b0 + dr.r1, cp.b0 + cp.r1)]
-            m.d.sync += [cp.valid.eq(ld.valid), cp.bank_in.eq(ld.bank_in),
-                         cp.bank_w.eq(ld.bank_w), cp.bank_ps.eq(ld.bank_ps)]
-            m.d.sync += [a.eq(b) for a, b in zip(cp.b0 + cp.r1, ld.b0 + ld.r1)]
-            m.d.sync += [ld.valid.eq(pre.valid), ld.ld_in.eq(pre.valid & new_in),
-                         ld.ld_w.eq(pre.valid & new_w),
-                         ld.bank_in.eq(ld.bank_in ^ new_in), ld.bank_w.eq(ld.bank_w ^ new_w),
-                         ld.bank_ps.eq(ld.bank_ps ^ (ld.valid & ld_ends))]
-            m.d.sync += [a.eq(b) for a, b in zip(ld.b0 + ld.r1, pre.b0 + pre.r1)]
-            m.d.sync += pre.valid.eq(more)
-            m.d.sync += [a.eq(b) for a, b in zip(pre.b0 + pre.r1, pos_b0 + pos_r1)]
-            with m.If(more):
-                m.d.sync += [a.eq(b) for a, b in zip(pos_b0 + pos_r1 + pos_start,
-                                                     nxt_b0 + nxt_r1 + nxt_start)]
-                m.d.sync += more.eq(~last)
+            # dr <- cp, cp <- ld, ld <- pre, pre <- pos, pos <- next (each pair of descriptors
+            # with its own copy of the shift, below)
         with m.Elif(self.running):
             m.d.sync += [self.cycles.eq(self.cycles + 1), go.eq(0)]
             with m.If(~self.engines_continue & ~work & ~hold & ~self.flushing):    # (the last writes landed)
@@ -210,6 +207,46 @@ class Controller:
             m.d.sync += self.cycles.eq(self.cycles + 1)
         with m.If(start_write):                     # (only while not busy)
             m.d.sync += [self.cycles.eq(0), self.done.eq(0)]
+        # (a shift never comes with start, nor while not running: these follow the chain above)
+        with m.If(self.shift_copy("dr_cp")):
+            m.d.sync += [dr.valid.eq(cp.valid), dr.ends.eq(cp_ends), dr.bank_ps.eq(cp.bank_ps)]
+            m.d.sync += [a.eq(b) for a, b in zip(dr.b0 + dr.r1, cp.b0 + cp.r1)]
+            m.d.sync += [cp.valid.eq(ld.valid), cp.bank_in.eq(ld.bank_in),
+                         cp.bank_w.eq(ld.bank_w), cp.bank_ps.eq(ld.bank_ps)]
+            m.d.sync += [a.eq(b) for a, b in zip(cp.b0 + cp.r1, ld.b0 + ld.r1)]
+        with m.If(self.shift_copy("ld_pre")):
+            m.d.sync += [ld.valid.eq(pre.valid), ld.ld_in.eq(pre.valid & new_in),
+                         ld.ld_w.eq(pre.valid & new_w),
+                         ld.bank_in.eq(ld.bank_in ^ new_in), ld.bank_w.eq(ld.bank_w ^ new_w),
+                         ld.bank_ps.eq(ld.bank_ps ^ (ld.valid & ld_ends))]
+            m.d.sync += [a.eq(b) for a, b in zip(ld.b0 + ld.r1, pre.b0 + pre.r1)]
+            m.d.sync += pre.valid.eq(more)
+            m.d.sync += [a.eq(b) for a, b in zip(pre.b0 + pre.r1, pos_b0 + pos_r1)]
+        with m.If(shift_odo):           # (the shift, with more)
+            m.d.sync += [a.eq(b) for a, b in zip(pos_b0 + pos_r1 + pos_start, nxt_b0 + nxt_r1 + nxt_start)]
+            m.d.sync += more.eq(~last)
+        with m.If(start):
+            m.d.sync += [more.eq(1), pre.valid.eq(0), ld.valid.eq(0), cp.valid.eq(0), dr.valid.eq(0)]
+            m.d.sync += [p.eq(0) for p in pos_b0 + pos_r1 + pos_start]
+        # the quantities' first stages (:meth:`ahead`, spread over the device) read copies of the
+        # positions, so the odometer's own comparisons read registers that stay beside them
+        def copies(regs, nxts):
+            return [kept_copy(m, f"{r.name}_a", COORD, [(start, 0), (shift_odo, n)]) for r, n in zip(regs, nxts)]
+        self.pos = Desc(self.pos.valid, copies(pos_b0, nxt_b0), copies(pos_r1, nxt_r1),
+                        *[Signal(name=f"pos_{f}") for f in ("bank_in", "bank_w", "bank_ps", "ld_in", "ld_w", "ends")],
+                        start=copies(pos_start, nxt_start))
+
+    #: How many copies of the shift the stages of :meth:`ahead` share out (by quantity).
+    STAGE_SHIFTS = 6
+
+    def shift_copy(self, key: str) -> Signal:
+        """The shift, decoded for one group of the registers it enables (``key``): a kept copy
+        of ``ready`` (a register of ``ready_next``) and the engines' registers."""
+        if key not in self._shifts:
+            ready = pipe(self._m, self._ready_next, f"ready_{key}")
+            shift = wire(self._m, ready & ~self.engines_continue, f"shift_{key}")
+            self._shifts[key] = shift
+        return self._shifts[key]
 
     def ahead(self, m: Module, which: str, name: str, a1, a2=None, b1=None, b2=None):
         """A quantity of the step of descriptor ``which`` (``"ld"``, ``"cp"``, ``"dr"``), as a
@@ -228,34 +265,43 @@ class Controller:
         So every stage has a cycle; a quantity of ``cp`` or ``dr`` is the ``ld`` one, moved along
         with its step at the next shifts."""
         assert self.shift is not None, "ahead() needs the controller elaborated"
-        value = self._stage(m, a1(self.pos), f"{name}_a1", settle=True)
-        value = self._stage(m, a2(value) if a2 else value, f"{name}_pre", settle=False)
+        shift = self._stage_shift()
+        value = self._stage(m, a1(self.pos), f"{name}_a1", True, shift)
+        value = self._stage(m, a2(value) if a2 else value, f"{name}_pre", False, shift)
         if b1 is not None:
-            value = self._stage(m, b1(value), f"{name}_b1", settle=True)
-        value = self._stage(m, b2(value) if b2 else value, name, settle=False)
-        return self.later(m, value, which)
+            value = self._stage(m, b1(value), f"{name}_b1", True, shift)
+        value = self._stage(m, b2(value) if b2 else value, name, False, shift)
+        return self.later(m, value, which, shift)
 
-    def later(self, m: Module, value, which: str):
+    def later(self, m: Module, value, which: str, shift: Signal | None = None):
         """``value``, a register (or dict of them) of the step in ``ld``, moved along with it to
         ``cp`` (one shift later) or ``dr`` (two)."""
+        shift = self._stage_shift() if shift is None else shift
         for level in ("cp", "dr")[:("ld", "cp", "dr").index(which)]:
-            value = self._stage(m, value, None, settle=False, level=level)
+            value = self._stage(m, value, None, False, shift, level=level)
         return value
 
-    def _stage(self, m: Module, value, name: str | None, settle: bool, level: str | None = None):
+    def _stage_shift(self) -> Signal:
+        """The copy of the shift for the next quantity's stages (in turn)."""
+        self._n_staged = getattr(self, "_n_staged", 0) + 1
+        return self.shift_copy(f"stage{self._n_staged % self.STAGE_SHIFTS}")
+
+    def _stage(self, m: Module, value, name: str | None, settle: bool, shift: Signal, level: str | None = None):
         if isinstance(value, dict):
-            return {key: self._stage(m, v, f"{name}_{key}" if name else None, settle, level)
+            return {key: self._stage(m, v, f"{name}_{key}" if name else None, settle, shift, level)
                     for key, v in value.items()}
         if isinstance(value, Product):
             _, a_value, a_settled = self._taken[id(value.a)]
             assert a_value is not None, "a product's operand is a product"
-            reg = multiply(m, a_value, value.b, value.width, name, ce_a=1 if a_settled else self.shift,
-                           ce_p=1 if settle else self.shift)
+            # (the multipliers, in the device's multiplier columns, have a copy of their own)
+            mul_shift = self.shift_copy("mul")
+            reg = multiply(m, a_value, value.b, value.width, name, ce_a=1 if a_settled else mul_shift,
+                           ce_p=1 if settle else mul_shift)
             self._taken[id(reg)] = (reg, None, settle)
             return reg
         value = Value.cast(value)
         reg_name = name if name is not None else f"{level}_{getattr(value, 'name', 'q')}"
         reg = Signal(value.shape(), name=reg_name)
-        m.d.sync += reg.eq(value if settle else Mux(self.shift, value, reg))
+        m.d.sync += reg.eq(value if settle else Mux(shift, value, reg))
         self._taken[id(reg)] = (reg, value, settle)
         return reg

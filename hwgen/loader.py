@@ -195,13 +195,17 @@ class Loader:
         early_len = registered(m, Mux(issued, count, 0), "lane_len_d2", 8)
         issued_d2 = registered(m, issued, "lane_valid_d2")
         issue_rel = registered(m, rel, "l_issue_rel_d1", A)
-        banked = Signal(8 * W, name="noc_banked")          # bank b's word in bits [8b, 8b+8)
+        # (both tensors' banks are registered as they come out of the RAMs, whose read is the
+        # slow part of the cycle; the tensor is chosen with the rotation)
+        banked = {name: Signal(8 * W, name=f"noc_banked_{name}") for name in ("input", "weight")}
         for b in range(W):
-            m.d.sync += banked[8 * b: 8 * b + 8].eq(Mux(weights[0], l2.weights[b][0].data, l2.inputs[b][0].data))
+            m.d.sync += [banked["input"][8 * b: 8 * b + 8].eq(l2.inputs[b][0].data),
+                         banked["weight"][8 * b: 8 * b + 8].eq(l2.weights[b][0].data)]
         lane_data = Signal(8 * W, name="lane_data")
         for j in range(W):
             bank = (addrs[1][:lg] + j)[:lg] if lg else 0
-            m.d.sync += lane_data[8 * j: 8 * j + 8].eq(banked.word_select(bank, 8) if W > 1 else banked)
+            words = {name: bits.word_select(bank, 8) if W > 1 else bits for name, bits in banked.items()}
+            m.d.sync += lane_data[8 * j: 8 * j + 8].eq(Mux(weights[1], words["weight"], words["input"]))
         # Busy next cycle, a register: a box taken at the next go (the shift now), an issue
         # next cycle (one now that is not the last, or the box taken now), or one in flight
         last_issue = wire(m, box_end & (l_weight | ~ld.ld_w), "l_last_issue")

@@ -5,15 +5,14 @@ The PE is the part the array replicates, so it holds only what differs from PE t
 quantity that is the same for a whole class of PEs is computed once in the top level and
 broadcast (:mod:`.accelerator`):
 
-- **load**: the distribution NoC shows it up to ``W`` consecutive L2 words a cycle with lane 0's
-  address, which the PE registers at its input (the broadcast's wires run from register to
-  register).  The top level gives each PE its distance from lane 0 (``in_delta`` / ``w_delta``,
-  one subtraction per class of PEs whose tiles start at the same address), its tile's extents
-  in the step being loaded, and the L2 offset of each L1 row (shared by all PEs).  Each L1 row
-  (a run of consecutive L2 words) adds its offset to the distance once, two cycles before the
-  lanes arrive, and registers where the row falls on them; a cycle before the lanes, with
-  their count and tensor (which come early too), it registers which of its words each L1
-  word takes.  The row's words are
+- **load**: the distribution NoC shows it up to ``W`` consecutive L2 words a cycle, which the
+  PE registers at its input (the broadcast's wires run from register to register).  The top
+  level gives each PE its tile's extents in the step being loaded and, for each L1 row (a run
+  of consecutive L2 words), where the row falls on the lanes (``near`` and a narrow window
+  ``lo``), computed once per class of PEs whose tiles start at the same L2 address (the
+  class's distance from lane 0 plus the row's offset) and registered a cycle before the lanes
+  arrive.  With the lanes' count and tensor (which come early too), the PE then registers
+  which of its words each L1 word takes.  The row's words are
   then aligned off the lanes at once (:func:`align_row`: a logarithmic shifter when the NoC is
   wide, a ``W``:1 mux per word when it is narrow), their lanes checked with narrow arithmetic,
   and the PE captures every word inside its tile: one word reaches every PE that needs it in the
@@ -91,32 +90,30 @@ class PE(wiring.Component):
     """A PE sized by its largest tile: ``tile`` gives K C Y X R S maxima and ``max_stride``."""
 
     def __init__(self, tile: dict[str, int], max_stride: int, lanes: int, simd: int = 1, drain_lanes: int = 1,
-                 abits: int = 24):
+                 ):
         self.tile = dict(tile)
         self.max_stride = max_stride
         self.lanes = lanes          # NoC words per cycle
         self.simd = simd            # MAC lanes: consecutive filter positions r*S+s of one window
         self.drain_lanes = drain_lanes  # partial sums read a cycle: consecutive words of a row
-        self.abits = abits          # L2 word addresses
         t = self.tile
         self.in_rows = input_span(t["Y"], max_stride, t["R"])
         self.in_cols = input_span(t["X"], max_stride, t["S"])
         self.words = l1_words(t, max_stride)
         rows = self.in_rows
-        A = abits
         super().__init__({
             # -- load: the NoC's lanes, this PE's distance from lane 0 and its tile in the step loaded
             "lane_len": In(range(lanes + 1)),           # in two cycles, lanes 0 .. lane_len-1 hold words (0: none)
             "lane_weight": In(1),                       # ... of which tensor: 0 input, 1 weight
             "lane_data": In(unsigned(8 * lanes)),
             "ld_bank_in": In(1), "ld_bank_w": In(1),
-            "in_delta": In(A), "w_delta": In(A),        # (this PE's first word - lane 0's two cycles later) mod 2**A
             "ld_cn": In(range(t["C"] + 1)), "ld_kn": In(range(t["K"] + 1)),
             "ld_yn": In(range(rows + 1)), "ld_xn": In(range(self.in_cols + 1)),   # input rows, columns
             "filt_r": In(range(t["R"] + 1)), "filt_s": In(range(t["S"] + 1)),
-            # L2 offset of each L1 row from the tile's first word, plus (row length - 1)
-            **{f"in_ofs_{c}_{y}": In(A) for c in range(t["C"]) for y in range(rows)},
-            **{f"w_ofs_{k}_{c}_{r}": In(A) for k in range(t["K"]) for c in range(t["C"]) for r in range(t["R"])},
+            # where each L1 row falls on the lanes of two cycles later (a register of the top level,
+            # computed once for each class of PEs, :meth:`l1_rows`): near, and its window lo
+            **{f"{row}_near": In(1) for _, row, n in self.l1_rows()},
+            **{f"{row}_lo": In(row_window(n, lanes)) for _, row, n in self.l1_rows()},
             # -- compute: operand addresses per SIMD lane, the partial sum's, the enable
             "mac_en": In(1),
             **{f"rd_in_{j}": In(range(max(2, self.words["input"]))) for j in range(simd)},
@@ -131,6 +128,14 @@ class PE(wiring.Component):
             "psum": Out(unsigned(32 * drain_lanes)),              # word j in bits [32j, 32j+32)
         })
 
+    def l1_rows(self) -> list[tuple[str, str, int]]:
+        """The L1 rows, in L1 order: (tensor, port prefix, length in words).  An input row is
+        ``in_{c}_{y}`` (``in_cols`` words), a weight row ``w_{k}_{c}_{r}`` (``S`` words)."""
+        t = self.tile
+        return ([("input", f"in_{c}_{y}", self.in_cols) for c in range(t["C"]) for y in range(self.in_rows)]
+                + [("weight", f"w_{k}_{c}_{r}", t["S"]) for k in range(t["K"]) for c in range(t["C"])
+                   for r in range(t["R"])])
+
     def elaborate(self, platform):
         m = Module()
         t = self.tile
@@ -142,48 +147,46 @@ class PE(wiring.Component):
         }
 
         # ---- capture from the NoC --------------------------------------------------------
-        # Row ofs: its first word is at lane v - (n - 1) (n: the row's length in L1), v = delta +
-        # ofs mod 2**A; a word of the row is on the lanes only when v < lanes + n - 1.  (The
-        # rows' offsets are static registers of the top level, registered again here.)
-        A, W = self.abits, self.lanes
+        # An L1 row of n words whose first word is at lane v - (n - 1) has words on the lanes
+        # only when v < lanes + n - 1.  v is the same for every PE of a class (its distance from
+        # lane 0 plus the row's offset), so the top level computes it once per class and row and
+        # gives the PE two registers, a cycle before the lanes: ``near`` (v < lanes + n - 1) and
+        # the window ``lo`` (v's low bits, :func:`row_window`).
+        W = self.lanes
         # (the lanes' count and tensor come two cycles before the lanes, registered here)
         lane_len = pipe(m, self.lane_len, "lane_len_r")
         lane_weight = pipe(m, self.lane_weight, "lane_weight_r")
-        in_lanes = {"input": [], "weight": []}       # (row valid, v, row length n, words [(i, inner, inside)])
+        in_lanes = {"input": [], "weight": []}       # (row valid, port prefix, row length n, words [(i, inner, inside)])
+        rows_of = iter(self.l1_rows())
         i = 0
         for c_l in range(t["C"]):
             for y_l in range(rows):
                 ok = (~lane_weight) & (c_l < self.ld_cn) & (y_l < self.ld_yn)
-                ofs = pipe(m, getattr(self, f"in_ofs_{c_l}_{y_l}"), f"in_ofs_r_{c_l}_{y_l}")
-                v = wire(m, (self.in_delta + ofs)[:A], f"in_v_{c_l}_{y_l}", A)
-                in_lanes["input"].append((ok, v, cols, [(i + x, x, x < self.ld_xn) for x in range(cols)]))
-                i += cols
+                _, row, n = next(rows_of)
+                in_lanes["input"].append((ok, row, n, [(i + x, x, x < self.ld_xn) for x in range(n)]))
+                i += n
         i = 0
         for k_l in range(t["K"]):
             for c_l in range(t["C"]):
                 for r in range(t["R"]):
                     ok = lane_weight & (k_l < self.ld_kn) & (c_l < self.ld_cn) & (r < self.filt_r)
-                    ofs = pipe(m, getattr(self, f"w_ofs_{k_l}_{c_l}_{r}"), f"w_ofs_r_{k_l}_{c_l}_{r}")
-                    v = wire(m, (self.w_delta + ofs)[:A],
-                             f"w_v_{k_l}_{c_l}_{r}", A)
-                    in_lanes["weight"].append((ok, v, t["S"], [(i + s_, s_, s_ < self.filt_s) for s_ in range(t["S"])]))
-                    i += t["S"]
+                    _, row, n = next(rows_of)
+                    in_lanes["weight"].append((ok, row, n, [(i + s_, s_, s_ < self.filt_s) for s_ in range(n)]))
+                    i += n
         # Each row's lane window; the row's words are aligned off the lanes by a shifter that an
         # input row and a weight row share (the bus carries one tensor a cycle, ``lane_weight``):
         # shifter p aligns input row p or weight row p, sized by the longer of the two.  Word
         # ``inner`` of a row of ``n`` words is on lane ``lo - (n - 1) + inner``, which is output
         # ``inner`` of a shifter of ``N >= n`` words driven with ``lo + (N - n)``.
-        # The distance, the lanes' count and tensor come early: ``v`` two cycles before the
-        # lanes (the window is a register a cycle before them), the count and tensor a cycle
-        # before, so which words each L1 word takes, and each shifter's shift, are registers
-        # when the lanes arrive, and only the lanes' data reach the shifters then.
+        # The windows, the lanes' count and tensor come early (the window a cycle before the
+        # lanes, the count and tensor registered here a cycle before), so which words each L1
+        # word takes, and each shifter's shift, are registers when the lanes arrive, and only
+        # the lanes' data reach the shifters then.
         windows = {}
         for name in ("input", "weight"):
-            for row, (ok, v, n, words) in enumerate(in_lanes[name]):
-                wb = row_window(n, W)
-                near = registered(m, v < W + n - 1, f"{name}_near{row}_r")
-                lo = registered(m, v[:wb], f"{name}_lo{row}_r")
-                windows[name, row] = (wire(m, ok & near, f"{name}_near{row}"), lo, wb)
+            for row, (ok, port, n, words) in enumerate(in_lanes[name]):
+                lo = getattr(self, f"{port}_lo")
+                windows[name, row] = (wire(m, ok & getattr(self, f"{port}_near"), f"{name}_near{row}"), lo, len(lo))
         lane_data = pipe(m, self.lane_data, "lane_data_r")                  # the broadcast's end register
         aligned_rows = {}
         for p in range(max(len(in_lanes["input"]), len(in_lanes["weight"]))):
