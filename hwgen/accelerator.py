@@ -18,7 +18,7 @@ from costmodel.hwgen_preset.rules import LOOP_DIMS, host_offset_bits, l2_address
 from costmodel.hwgen_preset.structure import HwStructure
 
 from .common import COORD, by_stride, registered, span, times, wire
-from .compute import ORDER, Compute
+from .compute import ORDER, PES_PER_OPERAND_COPY, Compute
 from .controller import Controller
 from .drain import Drain, drain_lanes
 from .geometry import CONFIG_REGS, Geometry
@@ -240,11 +240,12 @@ class _PerClass:
             pe.filt_r.eq(g.R), pe.filt_s.eq(g.S),
             pe.mac_en.eq(compute.issue_r & self._inside(u0, u1)),
             pe.rd_on.eq(compute.rd_on), pe.ps_addr.eq(compute.ps_addr),
-            pe.cp_bank_in.eq(compute.banks["bank_in"]), pe.cp_bank_w.eq(compute.banks["bank_w"]),
             pe.cp_bank_ps.eq(compute.banks["bank_ps"]),
         ]
+        ops = compute.operands((u0 * self.s.n1 + u1) // PES_PER_OPERAND_COPY)
+        m.d.comb += [pe.cp_bank_in.eq(ops["bank_in"]), pe.cp_bank_w.eq(ops["bank_w"])]
         for name, row, n in template.l1_rows():
             near, lo = self._window(name, row, n, u0, u1)
             m.d.comb += [getattr(pe, f"{row}_near").eq(near), getattr(pe, f"{row}_lo").eq(lo)]
         for j in range(template.simd):
-            m.d.comb += [getattr(pe, f"rd_in_{j}").eq(compute.rd_in[j]), getattr(pe, f"rd_w_{j}").eq(compute.rd_w[j])]
+            m.d.comb += [getattr(pe, f"rd_in_{j}").eq(ops["rd_in"][j]), getattr(pe, f"rd_w_{j}").eq(ops["rd_w"][j])]

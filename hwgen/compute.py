@@ -6,20 +6,22 @@ tail overlaps the next step, and the drain waits for it (``docs/timing.md``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 
 from costmodel.hwgen_preset.rules import TIMING, input_span, l1_words
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, registered, times, wire
+from .common import COORD, pipe, registered, times, wire
 from .controller import Controller
 from .geometry import Geometry
 
-__all__ = ["Compute", "ORDER"]
+__all__ = ["Compute", "ORDER", "PES_PER_OPERAND_COPY"]
 
 ORDER = ("k", "c", "y", "x", "f")     # outermost first
+#: PEs served by one copy of the operands' broadcast register (:meth:`Compute.operands`).
+PES_PER_OPERAND_COPY = 4
 
 
 @dataclass
@@ -35,6 +37,9 @@ class Compute:
     rd_on: Signal           # bit j: lane j's filter position is inside the filter
     ps_addr: Signal         # the L1 address of the partial sum
     banks: dict             # "bank_in" / "bank_w" / "bank_ps" of the step computed, registered with them
+    _m: Module = None       # (for the operands' copies)
+    _raw: dict = None       # the operands' addresses and banks before their broadcast register
+    _copies: dict = field(default_factory=dict)
 
     @classmethod
     def build(cls, m: Module, s: HwStructure, g: Geometry, ctl: Controller) -> "Compute":
@@ -70,9 +75,10 @@ class Compute:
         near_r = {n: Signal(name=f"mac_{n}_near") for n in ORDER}     # a step from its end
         all_end = Signal(name="mac_all_end")        # every counter at its end: the last issue
         c_issue = wire(m, ctl.go_compute | c_active, "c_issue")
-        c_wrap = [Const(1)]
-        for n in reversed(ORDER[1:]):
-            c_wrap.append(wire(m, c_wrap[-1] & end_r[n], f"c_wrap_{n}"))
+        c_wrap = [Const(1)]           # (each an AND of the end flags inside it, not a chain)
+        for i, n in enumerate(reversed(ORDER[1:])):
+            c_wrap.append(wire(m, Cat(*[end_r[o] for o in reversed(ORDER[len(ORDER) - 1 - i:])]).all(),
+                               f"c_wrap_{n}"))
         c_wrap.append(all_end)
         bumps = {}                    # the counter that moves at this issue (the ones inside it wrap)
         end_next = {}
@@ -114,11 +120,29 @@ class Compute:
         def bcast(value, name):
             return registered(m, value, name)
         issue_r = bcast(c_issue, "c_issue_r")
+        raw = {"rd_in": rd_in, "rd_w": rd_w, "bank_in": cp.bank_in, "bank_w": cp.bank_w}
+        banks = {name: bcast(getattr(cp, name), f"cp_{name}_r") for name in ("bank_in", "bank_w", "bank_ps")}
         rd_in = [bcast(a, f"rd_in{j}_r") for j, a in enumerate(rd_in)]
         rd_w = [bcast(a, f"rd_w{j}_r") for j, a in enumerate(rd_w)]
-        banks = {name: bcast(getattr(cp, name), f"cp_{name}_r") for name in ("bank_in", "bank_w", "bank_ps")}
         return cls(c_continues, c_issue, issue_r, mac, rs, rd_in, rd_w,
-                   bcast(rd_on, "rd_on_r"), bcast(ps_addr, "ps_addr_r"), banks)
+                   bcast(rd_on, "rd_on_r"), bcast(ps_addr, "ps_addr_r"), banks, m, raw)
+
+    def operands(self, group: int) -> dict:
+        """The operand addresses and banks broadcast to group ``group`` of the PEs
+        (:data:`PES_PER_OPERAND_COPY` of them): group 0 has the registers above, every other its
+        own kept copy of them, so each register reaches a few PEs' read copies (each PE keeps a
+        copy of the address for each bit it reads, ``hwgen/pe.py``)."""
+        if group == 0:
+            return {"rd_in": self.rd_in, "rd_w": self.rd_w, "bank_in": self.banks["bank_in"],
+                    "bank_w": self.banks["bank_w"]}
+        if group not in self._copies:
+            raw, m = self._raw, self._m
+            self._copies[group] = {
+                "rd_in": [pipe(m, a, f"rd_in{j}_r_g{group}") for j, a in enumerate(raw["rd_in"])],
+                "rd_w": [pipe(m, a, f"rd_w{j}_r_g{group}") for j, a in enumerate(raw["rd_w"])],
+                "bank_in": pipe(m, raw["bank_in"], f"cp_bank_in_r_g{group}"),
+                "bank_w": pipe(m, raw["bank_w"], f"cp_bank_w_r_g{group}")}
+        return self._copies[group]
 
     @staticmethod
     def _addresses(m: Module, s: HwStructure, g: Geometry, mac: dict, rs, issue, bumps: dict):

@@ -133,10 +133,11 @@ class Controller:
         m.d.sync += [self.go_load.eq(self.go_next["load"]), self.go_compute.eq(self.go_next["compute"]),
                      self.go_drain.eq(self.go_next["drain"])]
 
-        # advance of the odometer: each loop's position plus its step, whether that is inside
-        # its bound, and whether the carry reaches the loop (every loop inside it wraps) are
-        # settled registers, the last from the comparisons themselves, so at the shift each
-        # position takes a choice of registers and its enable is the shift and one of them.
+        # advance of the odometer: each loop's position plus its step and whether that is inside
+        # its bound are settled registers; whether the carry reaches the loop (every loop inside
+        # it wraps) is an AND of the inner loops' ``fits``, settled, so at the shift each
+        # position takes a choice of registers and its enable is the odometer's copy of the
+        # shift and a few registers (no comparison between the positions and their enables).
         # ``fits`` is one comparison against a static limit: a level-0 loop's ``b0 < D - step``;
         # a level-1 loop's ``r1 < T0 - step`` and ``b0 + r1 < D - step``, with ``b0 + r1`` a
         # register of the odometer's (``pos_start``, kept for every loop dim: the tiles' and the
@@ -150,7 +151,15 @@ class Controller:
         m.d.comb += [nxt_b0[i].eq(pos_b0[i]) for i in range(4)]
         m.d.comb += [nxt_r1[i].eq(pos_r1[i]) for i in range(4)]
         m.d.comb += [nxt_start[i].eq(pos_start[i]) for i in range(4)]
-        wraps = Const(1)            # every loop inside this one wraps (from the comparisons)
+        inner_fits = []             # (idx, fits_now) of the loops inside this one: the carry
+        #                             reaches it when none fits
+
+        def none_fits(tag):
+            """No loop inside fits: an AND of settled registers, each loop's own kept copies of
+            them (so synthesis cannot share the ANDs of nested loops as one chain)."""
+            if not inner_fits:
+                return Const(1)
+            return ~Cat(*[pipe(m, f, f"odo_fits{j}_{tag}") for j, f in inner_fits]).any()
         inner_dims = {d for lv, d in s.loops if lv == 1}
         assert all(lv == 1 for lv, _ in s.loops[len(s.loops) - len(inner_dims):]), "level-1 loops are inside level 0's"
         for idx in reversed(range(len(s.loops))):
@@ -173,8 +182,8 @@ class Controller:
                 fits_now = wire(m, (cur < lim_t) & (pos_start[di] < lim_d), f"odo_fits{idx}_now")
                 start_plus = settled((pos_start[di] + step)[:COORD], f"odo_start_plus{idx}")
             fits = settled(fits_now, f"odo_fits{idx}")
-            reaches = settled(wraps, f"odo_carry{idx}")     # the carry reaches this loop
-            wraps = wraps & ~fits_now
+            reaches = wire(m, none_fits(f"c{idx}"), f"odo_carry{idx}")
+            inner_fits.append((idx, fits_now))
             with m.If(reaches):
                 with m.If(fits):
                     m.d.comb += nxt.eq(plus)
@@ -188,7 +197,7 @@ class Controller:
                         m.d.comb += nxt_start[di].eq(nxt_b0[di])
                     elif d not in inner_dims:
                         m.d.comb += nxt_start[di].eq(0)
-        last = settled(wraps, "odo_last")       # every loop wraps: the walk's last step
+        last = wire(m, none_fits("last"), "odo_last")       # every loop wraps: the walk's last step
 
         with m.If(start):
             m.d.sync += [self.running.eq(1), self.cycles.eq(self.cycles + 1), go.eq(0)]
@@ -236,8 +245,9 @@ class Controller:
                         *[Signal(name=f"pos_{f}") for f in ("bank_in", "bank_w", "bank_ps", "ld_in", "ld_w", "ends")],
                         start=copies(pos_start, nxt_start))
 
-    #: How many copies of the shift the stages of :meth:`ahead` share out (by quantity).
-    STAGE_SHIFTS = 6
+    #: How many copies of the shift the stages of :meth:`ahead` share out: one for each quantity
+    #: (its few registers sit together) up to this many, then in turn.
+    STAGE_SHIFTS = 48
 
     def shift_copy(self, key: str) -> Signal:
         """The shift, decoded for one group of the registers it enables (``key``): a kept copy

@@ -38,6 +38,8 @@ __all__ = ["PE", "PE_MODULE", "align_row", "pe_instance", "pick", "row_window"]
 
 #: The Verilog module name of the PE: every position of the array is an instance of it.
 PE_MODULE = "accelgen_pe"
+#: Operand bits read with one copy of the L1 address at the PE's input (one SIMD lane).
+READ_BITS_PER_COPY = 1
 
 
 def row_window(cols: int, lanes: int) -> int:
@@ -240,18 +242,21 @@ class PE(wiring.Component):
         if self.simd == 1:
             # one lane: the operands (the input's 0 off the filter) and the product are the
             # registers of one multiplier (an FPGA's multiplier block and its own registers).
-            # Each bit of an operand is read by its own copy of the address and the bank (the
-            # registers at the PE's input), beside its mux: the read's wires are short, and the
-            # wire into the multiplier block is what the path has left
+            # Each half of an operand is read by its own copy of the address and the bank (the
+            # registers at the PE's input), beside its muxes: the read's wires are short, and
+            # the wire into the multiplier block is what the path has left (a copy a bit made
+            # the broadcast's fanout the longer path)
             def read_bits(name, bank_port, addr_port, tag):
                 bits = []
                 for b in range(8):
-                    k = pipe(m, bank_port, f"{tag}_k{b}")
+                    if b % READ_BITS_PER_COPY == 0:
+                        h = b // READ_BITS_PER_COPY
+                        k = pipe(m, bank_port, f"{tag}_k{h}")
+                        a = pipe(m, addr_port, f"{tag}_a{h}") if len(regs[name][0]) > 1 else None
                     words = [[w[b] for w in regs[name][i]] for i in range(2)]
                     if len(words[0]) == 1:
                         bits.append(Mux(k, words[1][0], words[0][0]))
                     else:
-                        a = pipe(m, addr_port, f"{tag}_a{b}")
                         bits.append(Mux(k, pick(words[1], a), pick(words[0], a)))
                 return wire(m, Cat(*bits), tag, signed(8))
             x_in = read_bits("input", self.cp_bank_in, self.rd_in_0, "x_in0")
@@ -285,7 +290,14 @@ class PE(wiring.Component):
         m.d.sync += [we[0].eq(mac_en), addr[0].eq(ps_addr), bank[0].eq(bank_ps),
                      we[1].eq(we[0]), addr[1].eq(addr[0]), bank[1].eq(bank[0])]
         we_r, addr_r, bank_r = we[1], addr[1], bank[1]
-        ps_old = read("output", bank_r, addr_r, signed(32), "ps_old")
+        # (the partial sum's read: each byte with its own copy of the bank and the address, so
+        # the bank's register does not reach all 32 bits' muxes, the adder's inputs)
+        ps_bytes = []
+        for j in range(4):
+            k = pipe(m, bank[0], f"ps_bank2_{j}")
+            a = pipe(m, addr[0], f"ps_addr2_{j}") if n_out > 1 else addr_r
+            ps_bytes.append(read("output", k, a, signed(32), f"ps_old{j}")[8 * j: 8 * j + 8])
+        ps_old = wire(m, Cat(*ps_bytes), "ps_old", signed(32))
         mac = wire(m, ps_old + prod_r, "mac", signed(32))
 
         # ---- drain: read, clear ------------------------------------------------------------
