@@ -182,7 +182,9 @@ class _PerClass:
         k0, k1 = self._unit_key(tuple(self.loader.strides[name]), u0, u1)
 
         def make():
-            v = wire(m, (self._delta(name, u0, u1) + self.rows[row])[:A], f"{row}_v_{k0}_{k1}", A)
+            # (the row's offset, a static register, copied beside each class's adder)
+            ofs = self.g.operand(self.rows[row], f"{row}_ofs_{k0}_{k1}")
+            v = wire(m, (self._delta(name, u0, u1) + ofs)[:A], f"{row}_v_{k0}_{k1}", A)
             near = registered(m, v < W + n - 1, f"{row}_near_{k0}_{k1}")
             lo = registered(m, v[:row_window(n, W)], f"{row}_lo_{k0}_{k1}")
             return near, lo

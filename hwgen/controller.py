@@ -97,10 +97,12 @@ class Controller:
         new_in = settled(~ld.valid | tensor_differs(pre, ld, TENSOR_LOOP_DIMS["input"]), "new_in")
         new_w = settled(~ld.valid | tensor_differs(pre, ld, TENSOR_LOOP_DIMS["weight"]), "new_w")
         ld_ends = settled(~pre.valid | tensor_differs(pre, ld, OUTPUT_DIMS), "ld_ends")
-        cp_ends = wire(m, ~ld.valid | tensor_differs(ld, cp, OUTPUT_DIMS), "cp_ends_now")
+        # whether the step in cp ends its output tile (~ld.valid | ld's output tile differs from
+        # cp's): a register that takes ``ld_ends`` at the shift (the pair moves on as (ld, cp)),
+        # 1 at start (ld not valid), so it needs no comparison of its own
+        cp_ends = Signal(name="cp_ends")
         work_now = wire(m, more | pre.valid | ld.valid | (cp.valid & cp_ends), "work_now")
         work = settled(work_now, "work")
-        cp_ends = settled(cp_ends, "cp_ends")
         # ``hold``: the cycle after start or after a shift, when the first register stage of
         # the quantities (:meth:`ahead`) and the settled flags are computed from the new
         # positions: no shift then (MIN_SLOT = 2; docs/timing.md).  ``ready``: running, not
@@ -224,6 +226,7 @@ class Controller:
                          cp.bank_w.eq(ld.bank_w), cp.bank_ps.eq(ld.bank_ps)]
             m.d.sync += [a.eq(b) for a, b in zip(cp.b0 + cp.r1, ld.b0 + ld.r1)]
         with m.If(self.shift_copy("ld_pre")):
+            m.d.sync += cp_ends.eq(ld_ends)
             m.d.sync += [ld.valid.eq(pre.valid), ld.ld_in.eq(pre.valid & new_in),
                          ld.ld_w.eq(pre.valid & new_w),
                          ld.bank_in.eq(ld.bank_in ^ new_in), ld.bank_w.eq(ld.bank_w ^ new_w),
@@ -235,7 +238,7 @@ class Controller:
             m.d.sync += [a.eq(b) for a, b in zip(pos_b0 + pos_r1 + pos_start, nxt_b0 + nxt_r1 + nxt_start)]
             m.d.sync += more.eq(~last)
         with m.If(start):
-            m.d.sync += [more.eq(1), pre.valid.eq(0), ld.valid.eq(0), cp.valid.eq(0), dr.valid.eq(0)]
+            m.d.sync += [more.eq(1), pre.valid.eq(0), ld.valid.eq(0), cp.valid.eq(0), dr.valid.eq(0), cp_ends.eq(1)]
             m.d.sync += [p.eq(0) for p in pos_b0 + pos_r1 + pos_start]
         # the quantities' first stages (:meth:`ahead`, spread over the device) read copies of the
         # positions, so the odometer's own comparisons read registers that stay beside them

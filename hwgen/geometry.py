@@ -79,7 +79,7 @@ class Geometry:
         (stage 3 at most) from the first ``go`` (7); the PEs' classes' first words (stage 8 at
         most: the weights' unit step ``T * C * R * S`` is stage 6) from the cycle after the
         first issue of a load (9 at the earliest), and their row offsets (stage 6 at most, and
-        a register at each PE) a cycle later (``docs/timing.md``)."""
+        a copy for each class of PEs) a cycle later (``docs/timing.md``)."""
         value = Value.cast(expr)
         reg = Signal(shape if shape is not None else value.shape(), name=name)
         self.m.d.sync += reg.eq(value)

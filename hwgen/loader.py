@@ -179,8 +179,9 @@ class Loader:
                 m.d.sync += first(w_box)
         cur_weight = l_weight
         # The NoC lanes, three cycles after the issue, in register stages: the L2
-        # banks' words of the tensor on the bus (the banks' read latency, then a register); the
-        # words rotated to lanes (lane j carries lane 0's address + j) in a register; the lanes
+        # banks' words (the banks' read latency, then a register of both tensors'); the words
+        # of the tensor on the bus rotated to lanes (lane j carries lane 0's address + j) in a
+        # register; the lanes
         # broadcast to the PEs, each of which registers them at its input and captures them
         # the cycle after: the broadcast's wires run from register to register.
         assert TIMING.load_latency_cycles == 5, "a cycle to take the box, then four register stages (hwgen/loader.py)"
