@@ -76,9 +76,10 @@ class Compute:
         all_end = Signal(name="mac_all_end")        # every counter at its end: the last issue
         c_issue = wire(m, ctl.go_compute | c_active, "c_issue")
         c_wrap = [Const(1)]           # (each an AND of the end flags inside it, not a chain)
-        for i, n in enumerate(reversed(ORDER[1:])):
-            c_wrap.append(wire(m, Cat(*[end_r[o] for o in reversed(ORDER[len(ORDER) - 1 - i:])]).all(),
-                               f"c_wrap_{n}"))
+        inner = []
+        for n in reversed(ORDER[1:]):
+            inner.append(end_r[n])
+            c_wrap.append(wire(m, Cat(*inner).all(), f"c_wrap_{n}"))
         c_wrap.append(all_end)
         bumps = {}                    # the counter that moves at this issue (the ones inside it wrap)
         end_next = {}

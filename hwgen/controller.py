@@ -123,8 +123,8 @@ class Controller:
         self._ready_next = wire(m, self.running & ~start & ~self.shift & work_now, "ready_next")
         m.d.comb += self.shift.eq(pipe(m, self._ready_next, "ready_desc") & ~self.engines_continue)
         self._shifts = {"desc": self.shift}
-        odo_ready = pipe(m, self._ready_next & more, "ready_odo")
-        shift_odo = wire(m, odo_ready & ~self.engines_continue, "shift_odo")
+        self._n_staged = 0
+        shift_odo = self.shift_copy("odo", also=more)
         m.d.sync += hold.eq(start | self.shift)
         # each engine's go: the shift, with work for it in the step moving in (the engines read
         # these for whether they are busy next cycle)
@@ -252,11 +252,12 @@ class Controller:
     #: (its few registers sit together) up to this many, then in turn.
     STAGE_SHIFTS = 48
 
-    def shift_copy(self, key: str) -> Signal:
+    def shift_copy(self, key: str, also=1) -> Signal:
         """The shift, decoded for one group of the registers it enables (``key``): a kept copy
-        of ``ready`` (a register of ``ready_next``) and the engines' registers."""
+        of ``ready`` (a register of ``ready_next``, and of ``also``, a register that changes
+        only at a shift or start, when ``ready`` is 0) and the engines' registers."""
         if key not in self._shifts:
-            ready = pipe(self._m, self._ready_next, f"ready_{key}")
+            ready = pipe(self._m, self._ready_next & also, f"ready_{key}")
             shift = wire(self._m, ready & ~self.engines_continue, f"shift_{key}")
             self._shifts[key] = shift
         return self._shifts[key]
@@ -296,7 +297,7 @@ class Controller:
 
     def _stage_shift(self) -> Signal:
         """The copy of the shift for the next quantity's stages (in turn)."""
-        self._n_staged = getattr(self, "_n_staged", 0) + 1
+        self._n_staged += 1
         return self.shift_copy(f"stage{self._n_staged % self.STAGE_SHIFTS}")
 
     def _stage(self, m: Module, value, name: str | None, settle: bool, shift: Signal, level: str | None = None):

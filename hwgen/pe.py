@@ -38,8 +38,6 @@ __all__ = ["PE", "PE_MODULE", "align_row", "pe_instance", "pick", "row_window"]
 
 #: The Verilog module name of the PE: every position of the array is an instance of it.
 PE_MODULE = "accelgen_pe"
-#: Operand bits read with one copy of the L1 address at the PE's input (one SIMD lane).
-READ_BITS_PER_COPY = 1
 
 
 def row_window(cols: int, lanes: int) -> int:
@@ -91,8 +89,7 @@ def pick(words: list, addr):
 class PE(wiring.Component):
     """A PE sized by its largest tile: ``tile`` gives K C Y X R S maxima and ``max_stride``."""
 
-    def __init__(self, tile: dict[str, int], max_stride: int, lanes: int, simd: int = 1, drain_lanes: int = 1,
-                 ):
+    def __init__(self, tile: dict[str, int], max_stride: int, lanes: int, simd: int = 1, drain_lanes: int = 1):
         self.tile = dict(tile)
         self.max_stride = max_stride
         self.lanes = lanes          # NoC words per cycle
@@ -237,30 +234,31 @@ class PE(wiring.Component):
             if len(regs[name][0]) == 1:
                 return wire(m, Mux(bank, regs[name][1][0], regs[name][0][0]), tag, shape)
             return wire(m, Mux(bank, pick(regs[name][1], addr), pick(regs[name][0], addr)), tag, shape)
+
+        def read_sliced(name, bank, addr, piece, tag):
+            """A word of ``name`` read in slices of ``piece`` bits, each slice with its own
+            register of ``bank`` and ``addr`` (of their values a cycle before), kept beside its
+            muxes, so no register reaches all the word's muxes."""
+            width = len(regs[name][0][0])
+            slices = []
+            for j in range(width // piece):
+                k = pipe(m, bank, f"{tag}_k{j}")
+                a = pipe(m, addr, f"{tag}_a{j}") if len(regs[name][0]) > 1 else None
+                words = [[w[piece * j: piece * j + piece] for w in regs[name][b]] for b in range(2)]
+                slices.append(Mux(k, words[1][0], words[0][0]) if a is None
+                              else Mux(k, pick(words[1], a), pick(words[0], a)))
+            return wire(m, Cat(*slices), tag, signed(width))
         rd_on = pipe(m, self.rd_on, "rd_on_r")
         n_out = self.words["output"]
         if self.simd == 1:
             # one lane: the operands (the input's 0 off the filter) and the product are the
             # registers of one multiplier (an FPGA's multiplier block and its own registers).
-            # Each half of an operand is read by its own copy of the address and the bank (the
-            # registers at the PE's input), beside its muxes: the read's wires are short, and
-            # the wire into the multiplier block is what the path has left (a copy a bit made
-            # the broadcast's fanout the longer path)
-            def read_bits(name, bank_port, addr_port, tag):
-                bits = []
-                for b in range(8):
-                    if b % READ_BITS_PER_COPY == 0:
-                        h = b // READ_BITS_PER_COPY
-                        k = pipe(m, bank_port, f"{tag}_k{h}")
-                        a = pipe(m, addr_port, f"{tag}_a{h}") if len(regs[name][0]) > 1 else None
-                    words = [[w[b] for w in regs[name][i]] for i in range(2)]
-                    if len(words[0]) == 1:
-                        bits.append(Mux(k, words[1][0], words[0][0]))
-                    else:
-                        bits.append(Mux(k, pick(words[1], a), pick(words[0], a)))
-                return wire(m, Cat(*bits), tag, signed(8))
-            x_in = read_bits("input", self.cp_bank_in, self.rd_in_0, "x_in0")
-            w_in = read_bits("weight", self.cp_bank_w, self.rd_w_0, "w_in0")
+            # Each bit of an operand is read by its own copy of the address and the bank (the
+            # registers at the PE's input), beside its mux: the read's wires are short, and the
+            # wire into the multiplier block is what the path has left.  (A copy for every 2, 4
+            # or 8 bits costs 58-95 LUT4 more on tiny's PE: the muxes map worse.)
+            x_in = read_sliced("input", self.cp_bank_in, self.rd_in_0, 1, "x_in0")
+            w_in = read_sliced("weight", self.cp_bank_w, self.rd_w_0, 1, "w_in0")
             prod_r = multiply(m, Mux(rd_on[0], x_in, 0), w_in, 32, "prod_r", both_signed=True)
         else:
             # (the operands' banks, registered with the addresses)
@@ -290,14 +288,9 @@ class PE(wiring.Component):
         m.d.sync += [we[0].eq(mac_en), addr[0].eq(ps_addr), bank[0].eq(bank_ps),
                      we[1].eq(we[0]), addr[1].eq(addr[0]), bank[1].eq(bank[0])]
         we_r, addr_r, bank_r = we[1], addr[1], bank[1]
-        # (the partial sum's read: each byte with its own copy of the bank and the address, so
-        # the bank's register does not reach all 32 bits' muxes, the adder's inputs)
-        ps_bytes = []
-        for j in range(4):
-            k = pipe(m, bank[0], f"ps_bank2_{j}")
-            a = pipe(m, addr[0], f"ps_addr2_{j}") if n_out > 1 else addr_r
-            ps_bytes.append(read("output", k, a, signed(32), f"ps_old{j}")[8 * j: 8 * j + 8])
-        ps_old = wire(m, Cat(*ps_bytes), "ps_old", signed(32))
+        # (the partial sum's read: each byte with its own stage-2 copy of the bank and the
+        # address, so no register reaches all 32 bits' muxes, the adder's inputs)
+        ps_old = read_sliced("output", bank[0], addr[0], 8, "ps_old")
         mac = wire(m, ps_old + prod_r, "mac", signed(32))
 
         # ---- drain: read, clear ------------------------------------------------------------
