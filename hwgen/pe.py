@@ -34,7 +34,7 @@ from costmodel.hwgen_preset.rules import input_span, l1_words
 
 from .common import multiply, pipe, registered, wire
 
-__all__ = ["PE", "PE_MODULE", "align_row", "pe_instance", "pick", "row_window"]
+__all__ = ["PE", "PE_MODULE", "align_row", "pe_instance", "pick", "row_window", "shifts_rows"]
 
 #: The Verilog module name of the PE: every position of the array is an instance of it.
 PE_MODULE = "accelgen_pe"
@@ -46,35 +46,49 @@ def row_window(cols: int, lanes: int) -> int:
     return max(1, (lanes + cols - 1).bit_length())
 
 
-def align_row(m: Module, lanes, W: int, n: int, q, tag: str) -> list:
+def shifts_rows(W: int, n: int) -> bool:
+    """Whether :func:`align_row` aligns a row of ``n`` words off ``W`` lanes with a logarithmic
+    shifter (else a ``W``:1 mux per word, the smaller for short lanes)."""
+    bits = row_window(n, W)
+    return n * (W - 1) > sum(min(n + 2 ** b - 1, n - 1 + W) for b in range(bits))
+
+
+def align_row(m: Module, lanes, W: int, n: int, q_next, tag: str) -> list:
     """The ``n`` words ``ext[q + i]`` (``i < n``) of ``ext`` = ``n - 1`` zero words followed by
-    the ``W`` lanes of ``lanes``: a row whose first word is on lane ``q - (n - 1)``, aligned.
+    the ``W`` lanes of ``lanes``: a row whose first word is on lane ``q - (n - 1)``, aligned,
+    where ``q`` is ``q_next`` registered (the shift is worked out a cycle before the lanes).
 
     A logarithmic shifter with only the outputs each stage needs: stage ``b`` (bit ``b`` of
     ``q``, from the output side) keeps ``n + 2**b - 1`` words, so a row costs about
     ``n * log2(W) + 2 * W`` two-input muxes a bit instead of ``n * (W - 1)`` for a ``W``:1 mux
-    per word (W = 64, n = 16: 240 against 1,008)."""
+    per word (W = 64, n = 16: 240 against 1,008).  Each bit of the words is shifted by its own
+    kept copy of ``q``: the eight bit planes are separate networks, so no register selects all
+    of a wide stage's muxes (W = 64: 528 of them), while within a plane one register still
+    selects a stage's every mux and synthesis can merge two stages into one wider mux (a copy
+    per group of words would part those: +47 % LUT4 on small's PE)."""
     ext = [Const(0, 8)] * (n - 1) + [lanes[8 * j: 8 * j + 8] for j in range(W)]
-    bits = len(q)
+    bits = row_window(n, W)
     need = [n + 2 ** b - 1 for b in range(bits + 1)]
-    if n * (W - 1) <= sum(min(need[b], len(ext)) for b in range(bits)):
+    if not shifts_rows(W, n):
         # short lanes (W = 4): a W:1 mux per word is the smaller
         # (a word off the lanes reads some lane: its capture is not enabled)
         lane_bits = max(1, (W - 1).bit_length())
         if W == 1:
             return [lanes[:8].as_signed()] * n
+        q = registered(m, q_next, f"{tag}_q", bits)
         return [lanes.word_select((q + i - (n - 1))[:lane_bits], 8).as_signed() for i in range(n)]
-    x = ext
-    for b in reversed(range(bits)):
-        width = min(need[b], len(x))
-        step = 2 ** b
-        nxt = []
-        for i in range(width):
-            far = x[i + step] if i + step < len(x) else Const(0, 8)
-            nxt.append(wire(m, Mux(q[b], far, x[i]), f"{tag}_s{b}_{i}", 8))
-        x = nxt
-    x = list(x) + [Const(0, 8)] * max(0, n - len(x))
-    return [v.as_signed() for v in x[:n]]
+    planes = []
+    q_next = wire(m, q_next, f"{tag}_q_d", bits)
+    for j in range(8):
+        q = pipe(m, q_next, f"{tag}_q{j}")
+        x = [w[j] for w in ext]
+        for b in reversed(range(bits)):
+            width = min(need[b], len(x))
+            step = 2 ** b
+            x = [wire(m, Mux(q[b], x[i + step] if i + step < len(x) else 0, x[i]), f"{tag}_s{b}_{i}_{j}")
+                 for i in range(width)]
+        planes.append(list(x) + [Const(0, 1)] * max(0, n - len(x)))
+    return [Cat(*(planes[j][i] for j in range(8))).as_signed() for i in range(n)]
 
 
 def pick(words: list, addr):
@@ -199,10 +213,10 @@ class PE(wiring.Component):
                 lo = windows[name, p][1]
                 return (lo + (N - n))[:wbN] if N > n else lo
             if len(users) == 1:
-                q = registered(m, shifted(*users[0]), f"row{p}_q", wbN)
+                q_next = shifted(*users[0])
             else:
-                q = registered(m, Mux(lane_weight, shifted(*users[1]), shifted(*users[0])), f"row{p}_q", wbN)
-            aligned = align_row(m, lane_data, W, N, q, f"row{p}")
+                q_next = Mux(lane_weight, shifted(*users[1]), shifted(*users[0]))
+            aligned = align_row(m, lane_data, W, N, q_next, f"row{p}")
             for name, _ in users:
                 aligned_rows[name, p] = aligned
         # (the banks the words go to, registered here too: they change at a shift and reach this

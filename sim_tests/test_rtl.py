@@ -5,7 +5,10 @@ import zlib
 
 import pytest
 
+from costmodel.hwgen_preset.preset import hwgen_structure
+from costmodel.analysis import resolve_dataflow
 from hwgen.axi import IRQ_LATENCY_CYCLES
+from hwgen.pe import PE, shifts_rows
 
 from . import matrix, simenv
 
@@ -33,4 +36,25 @@ def test_rtl_matrix(sim, dataflow, array_name):
         if array_name == "tiny8" else ()
     rows = matrix.run_case(dataflow, array_name, sim, extra)
     assert len(rows) == len(matrix.DATAFLOWS[dataflow]) + len(extra)
+    _check(rows)
+
+
+#: A NoC wide enough that the PEs align their rows off the lanes with logarithmic shifters (the
+#: matrix's arrays, 2 and 4 words wide, use a mux per word), as on `small` and the 256-PE array.
+WIDE = "tiny8-w16"
+
+
+@pytest.mark.parametrize("sim", simenv.SIMULATORS)
+@pytest.mark.parametrize("dataflow", ["kcp", "xp"])
+def test_rtl_wide_noc(sim, dataflow):
+    simenv.require_simulator(sim)
+    hw = matrix.array(WIDE)
+    todo = matrix.layers(dataflow)
+    s = hwgen_structure(resolve_dataflow(matrix.dataflow_spec(dataflow), todo[0], hw), todo[0], hw, fit=todo)
+    pe = PE(s.pe_tile_max, s.max_stride, s.noc_words_per_cycle, s.simd_lanes)
+    pe._MustUse__silence = True             # (only its rows are read here)
+    assert any(shifts_rows(s.noc_words_per_cycle, n) for _, _, n in pe.l1_rows())
+    extra = matrix.random_layers(dataflow, seed=zlib.crc32(f"{dataflow}-{WIDE}".encode()), count=2)
+    rows = matrix.run_case(dataflow, WIDE, sim, extra)
+    assert len(rows) == len(todo) + len(extra)
     _check(rows)

@@ -137,7 +137,7 @@ def test_builtin_presets() -> None:
     assert ref.noc == (NoCLevel(64, 1, 1),)
     assert (ref.l1_bytes_per_pe, ref.l2_bytes, ref.offchip_bw_words_per_cycle) == (512, 1 << 20, 70000)
     assert ref.multicast and ref.spatial_reduction and ref.energy is ENERGY_MAESTRO_RELATIVE
-    assert small_hw.clock_mhz == 200 and small_hw.offchip_bw_words_per_cycle == 16
+    assert small_hw.clock_mhz == 100 and small_hw.offchip_bw_words_per_cycle == 16
 
 
 @pytest.mark.parametrize("name", BUILTIN_HARDWARE)
