@@ -166,6 +166,38 @@ def bench_rtl_resources(hardware: str, target: str = "ecp5", place_top: bool = F
             print(f"rtl_fmax_mhz_top: not measured ({whole}: ACCELGEN_BENCH_PNR_TOP=0)")
 
 
+def bench_rtl_busy_pes(target: str = "ecp5") -> None:
+    """The PE that keeps the MACs busy: LUT4s and FFs (Yosys ``synth_<target>``) of one PE of each
+    3x3 convolution and GEMM design of ``make validate-rtl``'s efficiency table on ``small``,
+    with the template tiles that table uses, whose L1 holds a whole output row (the ``kcp``
+    design above is the library's default tile, one output)."""
+    import tempfile
+
+    from accelgen.synth import synthesize_module, yosys_missing
+    from costmodel.analysis import resolve_dataflow
+    from costmodel.workload import parse_layer_spec
+    from hwgen.emit import emit_design
+    from hwgen.pe import PE_MODULE
+    from sim_tests import matrix
+    missing = yosys_missing()
+    if missing:
+        print(f"rtl_luts_per_pe_busy: skipped ({missing})")
+        return
+    seen = set()
+    for dataflow, array, spec, _ in matrix.EFFICIENCY:
+        family = dataflow.split("(")[0]
+        if array != "small" or family in seen or ("R=1," in spec and spec.startswith("conv2d")):
+            continue
+        seen.add(family)
+        hw, layer = matrix.array(array), parse_layer_spec(spec, name="busy")
+        with tempfile.TemporaryDirectory() as tmp:
+            emit_design(hw, lambda l: resolve_dataflow(matrix.dataflow_spec(dataflow), l, hw), [layer],
+                        Path(tmp) / "design")
+            r = synthesize_module(Path(tmp) / "design" / "accelgen_top.v", PE_MODULE, target)
+        print(f"rtl_luts_per_pe_busy_{family}: {r.lut} LUT4, {r.ff} FFs, {r.dsp} DSP ({target}, {dataflow} on "
+              f"{array} for `{spec}`, the efficiency table's tile)")
+
+
 def bench_rtl_256pe() -> None:
     """Wall time to generate, build (fresh, in Verilator) and run one layer on the 256-PE design
     of ``sim_tests/test_large_array.py``; the issue's goal is a build under 2 minutes."""
@@ -213,6 +245,7 @@ def main() -> int:
     print(f"hwgen_layer_eval: {layers:.1f} evals/s (ResNet-50 layers, kcp / nmk on small)")
     bench_rtl_resources("tiny", place_top=True)
     bench_rtl_resources("small")
+    bench_rtl_busy_pes()
     bench_rtl_256pe()
     return 0
 

@@ -26,7 +26,7 @@ broadcast (:mod:`.accelerator`):
 
 from types import SimpleNamespace
 
-from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Mux, ResetSignal, Signal, signed, unsigned
+from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Mux, ResetSignal, Signal, Value, signed, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -89,6 +89,21 @@ def align_row(m: Module, lanes, W: int, n: int, q_next, tag: str) -> list:
                  for i in range(width)]
         planes.append(list(x) + [Const(0, 1)] * max(0, n - len(x)))
     return [Cat(*(planes[j][i] for j in range(8))).as_signed() for i in range(n)]
+
+
+def at_least(x, k: int):
+    """``x >= k`` for an unsigned ``x`` and a constant ``k``, as ANDs and ORs of ``x``'s bits
+    from the top down (synthesis maps a comparison to a carry chain, which a constant does not
+    need)."""
+    x = Value.cast(x)
+    if k <= 0:
+        return Const(1, 1)
+    if k >= 2 ** len(x):
+        return Const(0, 1)
+    ge = Const(1, 1)                 # x's bits below i, against k's, are at least as large
+    for i in range(len(x)):
+        ge = (x[i] & ge) if k >> i & 1 else (x[i] | ge)
+    return ge
 
 
 def pick(words: list, addr):
@@ -227,11 +242,14 @@ class PE(wiring.Component):
             for row, (ok, v, n, words) in enumerate(in_lanes[name]):
                 near, lo, wb = windows[name, row]
                 aligned = aligned_rows[name, row]
+                # word ``inner`` is on lane lo - (n - 1) + inner, so on the lanes when
+                # lo >= n - 1 - inner and room = lane_len + n - 1 - lo > inner: one subtraction a
+                # row, then each word compares lo and room with constants (AND-OR trees, not
+                # carry chains)
+                room = wire(m, lane_len + (n - 1) - Cat(lo, Const(0, 1)).as_signed(), f"{name}_room{row}",
+                            signed(wb + 2))
                 for idx, inner, inside in words:
-                    pos = wire(m, (lo + inner)[:wb + 1], f"{name}{idx}_pos", wb + 1)
-                    on_lanes = pos < lane_len + (n - 1)
-                    if n > 1:
-                        on_lanes = on_lanes & (pos >= n - 1)
+                    on_lanes = ~room[-1] & at_least(room[:wb + 1], inner + 1) & at_least(lo, n - 1 - inner)
                     hit = registered(m, near & inside & on_lanes, f"{name}{idx}_hit")
                     for b in range(2):
                         with m.If(hit & (bank == b)):
