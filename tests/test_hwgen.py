@@ -184,7 +184,7 @@ def test_refusals_are_one_line(layer, dataflow, hw, message):
 
 @pytest.mark.parametrize("layer,message", [
     (Conv2D("c", K=8, C=8, Y=6, X=6, R=5, S=5), "filter R=5 exceeds the generated maximum 3"),
-    (Conv2D("c", K=8, C=8, Y=9, X=9, R=3, S=3, stride=3), "stride 3 exceeds the generated maximum 2"),
+    (Conv2D("c", K=8, C=8, Y=9, X=9, R=3, S=3, stride=2), "stride 2 exceeds the generated maximum 1"),
 ])
 def test_a_design_refuses_layers_beyond_its_buffers(layer, message):
     small = Conv2D("c", K=8, C=8, Y=6, X=6, R=3, S=3)

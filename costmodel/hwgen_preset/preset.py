@@ -50,12 +50,15 @@ def _generatable(layer: Layer) -> bool:
 
 def hwgen_structure(dataflow: Dataflow, layer: Layer, hw: Hardware, *,
                     fit: Sequence[Layer] = ()) -> HwStructure:
-    """The generated design's structure: its buffers hold filters up to 3x3 and strides up to 2,
-    or more where a layer of ``fit`` needs it (the design made to run those layers)."""
+    """The generated design's structure: its buffers hold the largest filter and stride of
+    ``layer`` and of the layers of ``fit`` (the design made to run those layers), and no more:
+    every word of a PE's L1 costs registers and the lane aligner that fills it, so a design for
+    1x1 or stride-1 layers is not sized for 3x3 filters or stride 2 (a layer beyond them is
+    refused by name when its tiles are taken, :func:`tiles_of`)."""
     w = check_generatable(hw)
-    convs = [l for l in fit if isinstance(l, Conv2D) and _generatable(l)]   # the others are refused per layer
-    max_filter = max([3] + [max(l.R, l.S) for l in convs])
-    max_stride = max([2] + [max(problem_of(l).strides.values()) for l in convs])   # as laid out in L2
+    convs = [l for l in (layer, *fit) if isinstance(l, Conv2D) and _generatable(l)]   # the others are refused per layer
+    max_filter = max([1] + [max(l.R, l.S) for l in convs])
+    max_stride = max([1] + [max(problem_of(l).strides.values()) for l in convs])   # as laid out in L2
     s = structure_of(dataflow, layer, hw.num_pes, noc_words_per_cycle=w, max_filter=max_filter,
                      max_stride=max_stride, simd_lanes=hw.simd_lanes)
     need = l1_bytes(s.l1_words())
