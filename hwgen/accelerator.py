@@ -63,7 +63,7 @@ class Accelerator(wiring.Component):
         template = self.pe()
         pes = [(u0, u1, pe_instance(m, f"pe_{u0}_{u1}", template)) for u0 in range(s.n0) for u1 in range(s.n1)]
         drain = Drain.build(m, s, g, ctl, l2, bus, pes, self)
-        shared = _PerClass(m, s, g, ctl, loader, compute, self._unit_steps(m, g, loader))
+        shared = _PerClass(m, s, g, ctl, loader, compute, self._unit_steps(m, g, loader), template.early_windows)
         shared.broadcast_rows(template)
         for u0, u1, pe in pes:
             shared.wire_pe(pe, u0, u1, template)
@@ -99,8 +99,9 @@ class _PerClass:
     for every PE (the L1 rows' L2 offsets, the operand addresses) are broadcast."""
 
     def __init__(self, m: Module, s: HwStructure, g: Geometry, ctl: Controller, loader: Loader,
-                 compute: Compute, steps: dict[str, list]):
+                 compute: Compute, steps: dict[str, list], early_windows: bool = False):
         self.m, self.s, self.g, self.ctl, self.loader, self.compute, self.steps = m, s, g, ctl, loader, compute, steps
+        self.early_windows = early_windows      # the PEs take the rows' windows a cycle earlier (PE.early_windows)
         self.cache: dict = {}
         A = len(loader.issue_rel)
         self.A = A
@@ -158,7 +159,8 @@ class _PerClass:
         first word is the box's plus its units' steps (a static register), and lane 0's is the
         box's plus the issue's offset in it (``issue_rel``, a cycle after the issue), so the
         difference is taken from registers, two cycles before the PEs' lanes register holds
-        the issue's words (:meth:`_window` adds each row's offset)."""
+        the issue's words (:meth:`_window` adds each row's offset); with early windows, from
+        the offset in the issue's own cycle, a cycle earlier."""
         loader, m, A = self.loader, self.m, self.A
         k0, k1 = self._unit_key(tuple(loader.strides[name]), u0, u1)
 
@@ -168,13 +170,14 @@ class _PerClass:
                 first = [self._once(("first", name, k0, k1),
                                     lambda: self.g.static((first[0] + first[1])[:A], f"{name}_first_{k0}_{k1}", A))]
             delta = Signal(A, name=f"{name}_delta_{k0}_{k1}")
-            m.d.sync += delta.eq(((first[0] if first else 0) - loader.issue_rel)[:A])
+            rel = loader.issue_rel_now if self.early_windows else loader.issue_rel
+            m.d.sync += delta.eq(((first[0] if first else 0) - rel)[:A])
             return delta
         return self._once(("delta", name, k0, k1), make)
 
     def _window(self, name: str, row: str, n: int, u0: int, u1: int):
-        """Where L1 row ``row`` (``n`` words) of the class's PEs falls on the lanes of two cycles
-        later, registered a cycle before them: ``near`` (some word of it is on the lanes: v <
+        """Where L1 row ``row`` (``n`` words) of the class's PEs falls on the lanes of two (early
+        windows: three) cycles later, registered a cycle (two) before them: ``near`` (some word of it is on the lanes: v <
         lanes + n - 1, with v = delta + the row's offset mod 2**A, the row's first word on lane
         v - (n - 1)) and the window ``lo`` (v's low bits), for the PEs' capture (``hwgen/pe.py``).
         Once per class and row, not per PE: all the PEs of a class see the row at one place."""

@@ -34,6 +34,7 @@ class Loader:
     lane_data: Signal       # W words, lane j in bits [8j, 8j+8) (each PE registers them at its input)
     issue_rel: Signal       # the issue's L2 address (lane 0's) from its box's first word, a cycle
     #                         after the issue (two cycles before the lanes reach lane_data)
+    issue_rel_now: Signal   # ... in the issue's cycle (a register of the walk's)
     in_base: Signal         # L2 address of the input box's first word (PE (0, 0)'s tile)
     w_base: Signal          # ... of the weight box
     strides: dict           # tensor -> loop dim -> L2 words between neighbouring positions along it
@@ -212,4 +213,4 @@ class Loader:
         last_issue = wire(m, box_end & (l_weight | ~ld.ld_w), "l_last_issue")
         issuing_next = starts | (issuing & ~last_issue)
         continues = registered(m, ctl.go_next["load"] | issuing_next | issuing | issued | issued_d2, "l_continues")
-        return cls(continues, early_len, weights[1], lane_data, issue_rel, in_base, w_base, strides)
+        return cls(continues, early_len, weights[1], lane_data, issue_rel, rel, in_base, w_base, strides)

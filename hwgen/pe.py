@@ -6,17 +6,18 @@ quantity that is the same for a whole class of PEs is computed once in the top l
 broadcast (:mod:`.accelerator`):
 
 - **load**: the distribution NoC shows it up to ``W`` consecutive L2 words a cycle, which the
-  PE registers at its input (the broadcast's wires run from register to register).  The top
-  level gives each PE its tile's extents in the step being loaded and, for each L1 row (a run
-  of consecutive L2 words), where the row falls on the lanes (``near`` and a narrow window
-  ``lo``), computed once per class of PEs whose tiles start at the same L2 address (the
+  PE registers at its input (the broadcast's wires run from register to register; with a wide
+  NoC, the first stages of its row aligners may come before that register, :func:`align_row`).
+  The top level gives each PE its tile's extents in the step being loaded and, for each L1 row
+  (a run of consecutive L2 words), where the row falls on the lanes (``near`` and a narrow
+  window ``lo``), computed once per class of PEs whose tiles start at the same L2 address (the
   class's distance from lane 0 plus the row's offset) and registered a cycle before the lanes
-  arrive.  With the lanes' count and tensor (which come early too), the PE then registers
-  which of its words each L1 word takes.  The row's words are
-  then aligned off the lanes at once (:func:`align_row`: a logarithmic shifter when the NoC is
-  wide, a ``W``:1 mux per word when it is narrow), their lanes checked with narrow arithmetic,
-  and the PE captures every word inside its tile: one word reaches every PE that needs it in the
-  same cycle (the multicast and the halo).
+  arrive (two when the aligners' first stages come early).  With the lanes' count and tensor
+  (which come early too), the PE then registers which of its words each L1 word takes.  The
+  row's words are then aligned off the lanes at once (:func:`align_row`: a logarithmic shifter
+  when the NoC is wide, a ``W``:1 mux per word when it is narrow), their lanes checked with
+  narrow arithmetic, and the PE captures every word inside its tile: one word reaches every PE
+  that needs it in the same cycle (the multicast and the halo).
 - **compute**: the compute engine broadcasts the L1 addresses of the SIMD lanes' operands and of
   the partial sum, and a per-PE enable that is already masked by the PE's own tile; the PE
   registers them at its input.
@@ -34,7 +35,8 @@ from costmodel.hwgen_preset.rules import input_span, l1_words
 
 from .common import multiply, pipe, registered, wire
 
-__all__ = ["PE", "PE_MODULE", "align_row", "pe_instance", "pick", "row_window", "shifts_rows"]
+__all__ = ["EARLY_STAGES", "PE", "PE_MODULE", "align_row", "early_words", "pe_instance", "pick", "row_window",
+           "shifts_rows"]
 
 #: The Verilog module name of the PE: every position of the array is an instance of it.
 PE_MODULE = "accelgen_pe"
@@ -53,19 +55,43 @@ def shifts_rows(W: int, n: int) -> bool:
     return n * (W - 1) > sum(min(n + 2 ** b - 1, n - 1 + W) for b in range(bits))
 
 
-def align_row(m: Module, lanes, W: int, n: int, q_next, tag: str) -> list:
-    """The ``n`` words ``ext[q + i]`` (``i < n``) of ``ext`` = ``n - 1`` zero words followed by
-    the ``W`` lanes of ``lanes``: a row whose first word is on lane ``q - (n - 1)``, aligned,
-    where ``q`` is ``q_next`` registered (the shift is worked out a cycle before the lanes).
+#: Stages of a row's logarithmic shifter (the widest: the largest shifts) that work on the lanes
+#: as they arrive, before the PE's register of them, with the shift of a cycle earlier, where
+#: :func:`early_words` allows it.
+EARLY_STAGES = 3
 
-    A logarithmic shifter with only the outputs each stage needs: stage ``b`` (bit ``b`` of
-    ``q``, from the output side) keeps ``n + 2**b - 1`` words, so a row costs about
-    ``n * log2(W) + 2 * W`` two-input muxes a bit instead of ``n * (W - 1)`` for a ``W``:1 mux
-    per word (W = 64, n = 16: 240 against 1,008).  Each bit of the words is shifted by its own
-    kept copy of ``q``: the eight bit planes are separate networks, so no register selects all
-    of a wide stage's muxes (W = 64: 528 of them), while within a plane one register still
-    selects a stage's every mux and synthesis can merge two stages into one wider mux (a copy
-    per group of words would part those: +47 % LUT4 on small's PE)."""
+
+def early_words(W: int, lengths: list[int]) -> int:
+    """Words the registers after the early stages of the row aligners of ``lengths`` words
+    would hold (0 when none is a shifter).  Each aligner has its own, where one register of the
+    ``W`` lanes serves them all otherwise: a PE takes the early stages when these hold at most
+    ``2 W`` words (small's PE: 3 aligners of 3 words, 54 words; one of the efficiency table's
+    ``xp`` PEs, 24 aligners: 432 words, which would triple its registers)."""
+    total = 0
+    for n in lengths:
+        if shifts_rows(W, n):
+            split = max(0, row_window(n, W) - EARLY_STAGES)
+            total += min(n + 2 ** split - 1, n - 1 + W)
+    return total
+
+
+def align_row(m: Module, lanes, W: int, n: int, q_next, tag: str, early: bool = False) -> list:
+    """The ``n`` words ``ext[q + i]`` (``i < n``) of ``ext`` = ``n - 1`` zero words followed by
+    the ``W`` lanes of ``lanes``: a row whose first word is on lane ``q - (n - 1)``, aligned.
+
+    With short lanes (:func:`shifts_rows` false) ``lanes`` is the PE's register of the lanes,
+    ``q`` is ``q_next`` registered (the shift is worked out a cycle before the lanes) and each
+    word is a ``W``:1 mux.  Otherwise it is a logarithmic shifter with only the outputs each
+    stage needs (stage ``b``, bit ``b`` of ``q``, from the output side, keeps ``n + 2**b - 1``
+    words: about ``n * log2(W) + 2 * W`` two-input muxes a bit instead of ``n * (W - 1)``;
+    W = 64, n = 16: 240 against 1,008), on that register of the lanes; or, ``early``, on the
+    broadcast as it arrives, a cycle before, with ``q_next`` the shift two cycles before the
+    lanes' register: its first :data:`EARLY_STAGES` stages come before the register (which then
+    holds ``n + 2**b - 1`` words, not ``W``) and the rest after it.  Each bit of the words is shifted by its own kept copies of the shift:
+    the eight bit planes are separate networks, so no register selects all of a wide stage's
+    muxes (W = 64: 528 of them), while within a plane one register still selects a stage's
+    every mux and synthesis can merge two stages into one wider mux (a copy per group of words
+    would part those: +47 % LUT4 on small's PE)."""
     ext = [Const(0, 8)] * (n - 1) + [lanes[8 * j: 8 * j + 8] for j in range(W)]
     bits = row_window(n, W)
     need = [n + 2 ** b - 1 for b in range(bits + 1)]
@@ -79,14 +105,19 @@ def align_row(m: Module, lanes, W: int, n: int, q_next, tag: str) -> list:
         return [lanes.word_select((q + i - (n - 1))[:lane_bits], 8).as_signed() for i in range(n)]
     planes = []
     q_next = wire(m, q_next, f"{tag}_q_d", bits)
+    split = max(0, bits - EARLY_STAGES) if early else bits
     for j in range(8):
-        q = pipe(m, q_next, f"{tag}_q{j}")
+        q = pipe(m, q_next, f"{tag}_q{j}")               # (early: a cycle before the lanes' register)
         x = [w[j] for w in ext]
         for b in reversed(range(bits)):
+            if early and b == split - 1:                  # the PE's register of the (partly aligned) lanes
+                x, q = list(registered(m, Cat(*x), f"{tag}_lanes{j}")), pipe(m, q, f"{tag}_ql{j}")
             width = min(need[b], len(x))
             step = 2 ** b
             x = [wire(m, Mux(q[b], x[i + step] if i + step < len(x) else 0, x[i]), f"{tag}_s{b}_{i}_{j}")
                  for i in range(width)]
+        if early and split == 0:
+            x = list(registered(m, Cat(*x), f"{tag}_lanes{j}"))
         planes.append(list(x) + [Const(0, 1)] * max(0, n - len(x)))
     return [Cat(*(planes[j][i] for j in range(8))).as_signed() for i in range(n)]
 
@@ -128,6 +159,9 @@ class PE(wiring.Component):
         self.in_rows = input_span(t["Y"], max_stride, t["R"])
         self.in_cols = input_span(t["X"], max_stride, t["S"])
         self.words = l1_words(t, max_stride)
+        # the rows' windows come two cycles before the lanes, not one, when the row aligners'
+        # first stages work on the lanes before the PE registers them (:func:`early_words`)
+        self.early_windows = 0 < early_words(lanes, self.shifter_lengths()) <= 2 * lanes
         rows = self.in_rows
         super().__init__({
             # -- load: the NoC's lanes, this PE's distance from lane 0 and its tile in the step loaded
@@ -155,6 +189,15 @@ class PE(wiring.Component):
             "dr_len": In(range(drain_lanes + 1)),
             "psum": Out(unsigned(32 * drain_lanes)),              # word j in bits [32j, 32j+32)
         })
+
+    def shifter_lengths(self) -> list[int]:
+        """The words each of the PE's row aligners outputs: aligner ``p`` serves input row ``p``
+        and weight row ``p`` (the bus carries one tensor a cycle), as long as the longer."""
+        by = {"input": [], "weight": []}
+        for name, _, n in self.l1_rows():
+            by[name].append(n)
+        return [max(by[name][p] for name in by if p < len(by[name]))
+                for p in range(max(len(by["input"]), len(by["weight"])))]
 
     def l1_rows(self) -> list[tuple[str, str, int]]:
         """The L1 rows, in L1 order: (tensor, port prefix, length in words).  An input row is
@@ -210,28 +253,39 @@ class PE(wiring.Component):
         # lanes, the count and tensor registered here a cycle before), so which words each L1
         # word takes, and each shifter's shift, are registers when the lanes arrive, and only
         # the lanes' data reach the shifters then.
-        windows = {}
+        # (with early windows, the shifters' first stages read them as they come, the rest of
+        # the capture a register of them, here, a cycle later)
+        windows, early_lo = {}, {}
         for name in ("input", "weight"):
             for row, (ok, port, n, words) in enumerate(in_lanes[name]):
-                lo = getattr(self, f"{port}_lo")
-                windows[name, row] = (wire(m, ok & getattr(self, f"{port}_near"), f"{name}_near{row}"), lo, len(lo))
-        lane_data = pipe(m, self.lane_data, "lane_data_r")                  # the broadcast's end register
+                lo, near = getattr(self, f"{port}_lo"), getattr(self, f"{port}_near")
+                early_lo[name, row] = lo
+                if self.early_windows:
+                    lo, near = registered(m, lo, f"{port}_lo_r"), registered(m, near, f"{port}_near_r")
+                windows[name, row] = (wire(m, ok & near, f"{name}_near{row}"), lo, len(lo))
+        lane_data = None                                # the broadcast's end register, where a row needs it
         aligned_rows = {}
-        for p in range(max(len(in_lanes["input"]), len(in_lanes["weight"]))):
+        for p, N in enumerate(self.shifter_lengths()):
             users = [(name, in_lanes[name][p][2]) for name in ("input", "weight") if p < len(in_lanes[name])]
-            N = max(n for _, n in users)
             wbN = row_window(N, W)
 
             # (the shift is a register, worked out a cycle before the lanes from the window and
             # the tensor, which come early: the shifter's muxes read registers only)
+            early = self.early_windows and shifts_rows(W, N)
+
             def shifted(name, n):
-                lo = windows[name, p][1]
+                lo = early_lo[name, p] if early else windows[name, p][1]
                 return (lo + (N - n))[:wbN] if N > n else lo
             if len(users) == 1:
                 q_next = shifted(*users[0])
             else:
-                q_next = Mux(lane_weight, shifted(*users[1]), shifted(*users[0]))
-            aligned = align_row(m, lane_data, W, N, q_next, f"row{p}")
+                q_next = Mux(self.lane_weight if early else lane_weight, shifted(*users[1]), shifted(*users[0]))
+            if early:
+                aligned = align_row(m, self.lane_data, W, N, q_next, f"row{p}", early=True)
+            else:
+                if lane_data is None:
+                    lane_data = pipe(m, self.lane_data, "lane_data_r")
+                aligned = align_row(m, lane_data, W, N, q_next, f"row{p}")
             for name, _ in users:
                 aligned_rows[name, p] = aligned
         # (the banks the words go to, registered here too: they change at a shift and reach this
