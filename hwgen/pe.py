@@ -25,6 +25,8 @@ broadcast (:mod:`.accelerator`):
   into the reduction tree.
 """
 
+import functools
+import operator
 from types import SimpleNamespace
 
 from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Mux, ResetSignal, Signal, Value, signed, unsigned
@@ -388,13 +390,29 @@ class PE(wiring.Component):
         dr_bank = pipe(m, self.dr_bank, "dr_bank_r")
         dr_addr = pipe(m, self.dr_addr, "dr_addr_r")
         dr_len = pipe(m, self.dr_len, "dr_len_r")
-        for j in range(self.drain_lanes):
-            a = wire(m, dr_addr + j, f"dr_a{j}", range(n_out + self.drain_lanes + 1))
-            words = [Mux(dr_bank, regs["output"][1][i], regs["output"][0][i]) for i in range(n_out)]
-            m.d.comb += self.psum[32 * j: 32 * j + 32].eq(words[0] if n_out == 1 else pick(words, a))
+        L = self.drain_lanes
+        words = [wire(m, Mux(dr_bank, regs["output"][1][i], regs["output"][0][i]), f"dr_word{i}", signed(32))
+                 for i in range(n_out)]
+        # When L divides the X tile, the drain's runs start at multiples of L (a row of the
+        # tile is X words, drain.py's walk): lane j then reads only words L * s + j, the run's
+        # slot s found by comparing the address with constants, an AND-OR of n_out / L words a
+        # bit (the efficiency table's kcp PE on small: 16 lanes, one slot, no choice) in place of an
+        # n_out:1 mux a lane
+        slotted = L > 1 and t["X"] % L == 0
+        if slotted:
+            at_slot = [Const(1, 1)] if n_out == L else [wire(m, dr_addr == L * k, f"dr_slot{k}") for k in range(n_out // L)]
+            for j in range(L):
+                picked = [Mux(at_slot[k], words[L * k + j], 0) for k in range(n_out // L)]
+                m.d.comb += self.psum[32 * j: 32 * j + 32].eq(functools.reduce(operator.or_, picked))
+        else:
+            for j in range(L):
+                a = wire(m, dr_addr + j, f"dr_a{j}", range(n_out + L + 1))
+                m.d.comb += self.psum[32 * j: 32 * j + 32].eq(words[0] if n_out == 1 else pick(words, a))
         for i in range(n_out):
-            if self.drain_lanes == 1:
+            if L == 1:
                 cleared = dr_en & (dr_addr == i)
+            elif slotted:
+                cleared = dr_en & at_slot[i // L] & at_least(dr_len, i % L + 1)
             else:
                 cleared = dr_en & (i < dr_addr + dr_len)
                 if i < 2 ** len(dr_addr) - 1:          # (else dr_addr <= i always)
