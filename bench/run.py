@@ -185,11 +185,11 @@ def bench_rtl_busy_pes(target: str = "ecp5") -> None:
         return
     seen = set()
     for dataflow, array, spec, _ in matrix.EFFICIENCY:
-        family = dataflow.split("(")[0]
-        if array != "small" or family in seen or ("R=1," in spec and spec.startswith("conv2d")):
-            continue
+        family, layer = dataflow.split("(")[0], parse_layer_spec(spec, name="busy")
+        if array != "small" or family in seen or getattr(layer, "R", 0) * getattr(layer, "S", 0) == 1:
+            continue                            # (one design a dataflow: its 3x3 convolution, or the GEMM)
         seen.add(family)
-        hw, layer = matrix.array(array), parse_layer_spec(spec, name="busy")
+        hw = matrix.array(array)
         with tempfile.TemporaryDirectory() as tmp:
             emit_design(hw, lambda l: resolve_dataflow(matrix.dataflow_spec(dataflow), l, hw), [layer],
                         Path(tmp) / "design")

@@ -177,9 +177,10 @@ class _PerClass:
 
     def _window(self, name: str, row: str, n: int, u0: int, u1: int):
         """Where L1 row ``row`` (``n`` words) of the class's PEs falls on the lanes of two (early
-        windows: three) cycles later, registered a cycle (two) before them: ``near`` (some word of it is on the lanes: v <
-        lanes + n - 1, with v = delta + the row's offset mod 2**A, the row's first word on lane
-        v - (n - 1)) and the window ``lo`` (v's low bits), for the PEs' capture (``hwgen/pe.py``).
+        windows: three) cycles later, registered a cycle (two) before them: ``near`` (some word
+        of it is on the lanes: v < lanes + n - 1, with v = delta + the row's offset mod 2**A, the
+        row's first word on lane v - (n - 1)) and the window ``lo`` (v's low bits), for the PEs'
+        capture (``hwgen/pe.py``).
         Once per class and row, not per PE: all the PEs of a class see the row at one place."""
         m, A, W = self.m, self.A, self.s.noc_words_per_cycle
         k0, k1 = self._unit_key(tuple(self.loader.strides[name]), u0, u1)
@@ -253,4 +254,5 @@ class _PerClass:
             near, lo = self._window(name, row, n, u0, u1)
             m.d.comb += [getattr(pe, f"{row}_near").eq(near), getattr(pe, f"{row}_lo").eq(lo)]
         for j in range(template.simd):
-            m.d.comb += [getattr(pe, f"rd_in_{j}").eq(ops["rd_in"][j]), getattr(pe, f"rd_w_{j}").eq(ops["rd_w"][j])]
+            m.d.comb += [getattr(pe, f"rd_in_{j}").eq(ops["rd_in"][j]),
+                         getattr(pe, f"rd_w_{j}").eq(ops["rd_w"][j])]

@@ -197,7 +197,9 @@ class Drain:
                      else Const(0, OB) for lv, (T, d) in enumerate(((T0s, sp0), (T1s, sp1)))]
         rel, k_rel, grp, g0_rel = (Signal(OB, name=n) for n in ("dr_rel", "dr_k_rel", "dr_grp", "dr_g0_rel"))
         # the PE's L1 address of the run, counted likewise: ``loc`` = (dk * tY + dy) * tX + dx
-        # (dk * tY + dy across groups, where dx counts groups), ``loc_k`` its value at dy = dx = 0
+        # (dk * tY + dy across groups, where dx counts groups), ``loc_k`` its value at dy = dx = 0;
+        # dx moves by ``lanes``, so when they divide tX every run starts at a multiple of them
+        # (the PE's drain read relies on it: hwgen/pe.py, ``slotted``)
         dr_local, loc_k = Signal(COORD, name="dr_local"), Signal(COORD, name="dr_loc_k")
         row_words, k_words = (t["X"], t["Y"] * t["X"]) if across is None else (1, t["Y"])
 

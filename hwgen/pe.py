@@ -63,18 +63,19 @@ def shifts_rows(W: int, n: int) -> bool:
 EARLY_STAGES = 3
 
 
+def _early_split(W: int, n: int) -> int:
+    """The first shifter stage (bit of the shift) after the PE's register of the lanes, when the
+    stages above it come early."""
+    return max(0, row_window(n, W) - EARLY_STAGES)
+
+
 def early_words(W: int, lengths: list[int]) -> int:
     """Words the registers after the early stages of the row aligners of ``lengths`` words
     would hold (0 when none is a shifter).  Each aligner has its own, where one register of the
     ``W`` lanes serves them all otherwise: a PE takes the early stages when these hold at most
     ``2 W`` words (small's PE: 3 aligners of 3 words, 54 words; one of the efficiency table's
     ``xp`` PEs, 24 aligners: 432 words, which would triple its registers)."""
-    total = 0
-    for n in lengths:
-        if shifts_rows(W, n):
-            split = max(0, row_window(n, W) - EARLY_STAGES)
-            total += min(n + 2 ** split - 1, n - 1 + W)
-    return total
+    return sum(min(n + 2 ** _early_split(W, n) - 1, n - 1 + W) for n in lengths if shifts_rows(W, n))
 
 
 def align_row(m: Module, lanes, W: int, n: int, q_next, tag: str, early: bool = False) -> list:
@@ -89,11 +90,11 @@ def align_row(m: Module, lanes, W: int, n: int, q_next, tag: str, early: bool = 
     W = 64, n = 16: 240 against 1,008), on that register of the lanes; or, ``early``, on the
     broadcast as it arrives, a cycle before, with ``q_next`` the shift two cycles before the
     lanes' register: its first :data:`EARLY_STAGES` stages come before the register (which then
-    holds ``n + 2**b - 1`` words, not ``W``) and the rest after it.  Each bit of the words is shifted by its own kept copies of the shift:
-    the eight bit planes are separate networks, so no register selects all of a wide stage's
-    muxes (W = 64: 528 of them), while within a plane one register still selects a stage's
-    every mux and synthesis can merge two stages into one wider mux (a copy per group of words
-    would part those: +47 % LUT4 on small's PE)."""
+    holds ``n + 2**b - 1`` words, not ``W``) and the rest after it.  Each bit of the words is
+    shifted by its own kept copies of the shift: the eight bit planes are separate networks, so
+    no register selects all of a wide stage's muxes (W = 64: 528 of them), while within a plane
+    one register still selects a stage's every mux and synthesis can merge two stages into one
+    wider mux (a copy per group of words would part those: +47 % LUT4 on small's PE)."""
     ext = [Const(0, 8)] * (n - 1) + [lanes[8 * j: 8 * j + 8] for j in range(W)]
     bits = row_window(n, W)
     need = [n + 2 ** b - 1 for b in range(bits + 1)]
@@ -107,7 +108,7 @@ def align_row(m: Module, lanes, W: int, n: int, q_next, tag: str, early: bool = 
         return [lanes.word_select((q + i - (n - 1))[:lane_bits], 8).as_signed() for i in range(n)]
     planes = []
     q_next = wire(m, q_next, f"{tag}_q_d", bits)
-    split = max(0, bits - EARLY_STAGES) if early else bits
+    split = _early_split(W, n) if early else bits
     for j in range(8):
         q = pipe(m, q_next, f"{tag}_q{j}")               # (early: a cycle before the lanes' register)
         x = [w[j] for w in ext]
@@ -396,11 +397,12 @@ class PE(wiring.Component):
         # When L divides the X tile, the drain's runs start at multiples of L (a row of the
         # tile is X words, drain.py's walk): lane j then reads only words L * s + j, the run's
         # slot s found by comparing the address with constants, an AND-OR of n_out / L words a
-        # bit (the efficiency table's kcp PE on small: 16 lanes, one slot, no choice) in place of an
-        # n_out:1 mux a lane
+        # bit (the efficiency table's kcp PE on small: 16 lanes, one slot, no choice) in place
+        # of an n_out:1 mux a lane
         slotted = L > 1 and t["X"] % L == 0
         if slotted:
-            at_slot = [Const(1, 1)] if n_out == L else [wire(m, dr_addr == L * k, f"dr_slot{k}") for k in range(n_out // L)]
+            at_slot = ([Const(1, 1)] if n_out == L else
+                       [wire(m, dr_addr == L * k, f"dr_slot{k}") for k in range(n_out // L)])
             for j in range(L):
                 picked = [Mux(at_slot[k], words[L * k + j], 0) for k in range(n_out // L)]
                 m.d.comb += self.psum[32 * j: 32 * j + 32].eq(functools.reduce(operator.or_, picked))

@@ -5,8 +5,8 @@ import zlib
 
 import pytest
 
-from costmodel.hwgen_preset.preset import hwgen_structure
 from costmodel.analysis import resolve_dataflow
+from costmodel.hwgen_preset.preset import hwgen_structure
 from hwgen.axi import IRQ_LATENCY_CYCLES
 from hwgen.pe import PE, shifts_rows
 
