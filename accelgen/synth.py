@@ -276,6 +276,12 @@ def _harness(ports: Mapping[str, dict], top: str, pins: tuple[str, ...]) -> str:
     return "\n".join(lines)
 
 
+#: nextpnr-ecp5's timing effort: the analytic placer weighs timing twice its default (10), and
+#: the router rips up and reroutes the critical nets.  On tiny's whole top (four seeds) the
+#: defaults gave 91.8-101.6 MHz, these 100.9-108.8, in about the same time.
+PNR_TIMING_EFFORT = ("--placer-heap-timingweight", "20", "--tmg-ripup")
+
+
 def place_and_route(verilog: Path, top: str, target: Target = "ecp5", *, device: str = "85k",
                     package: str = "CABGA381", freq_mhz: float = 100.0, registered_io: bool = False,
                     clock: str = "clk", reset: str = "rst", seed: int = 1,
@@ -285,7 +291,7 @@ def place_and_route(verilog: Path, top: str, target: Target = "ecp5", *, device:
     it uses, from nextpnr's ``--report``.  Yosys ``synth_ecp5`` then nextpnr-ecp5 with
     ``--timing-allow-fail`` (a design slower than ``freq_mhz`` reports what it achieved) and
     ``--lpf-allow-unconstrained`` (only the clock's pin is constrained, to :data:`CLOCK_SITE` in the
-    CABGA381 package), routed by ``router2`` (tiny's whole top
+    CABGA381 package), with :data:`PNR_TIMING_EFFORT`, routed by ``router2`` (tiny's whole top
     routes in about 3 minutes; the default router took over 40 on its congested first versions).  With ``registered_io`` the module is
     placed inside a harness (:func:`_harness`) whose only pins are the clock, the reset and two
     serial ones: its ports need not fit the package, and every path through it is timed
@@ -329,7 +335,8 @@ def place_and_route(verilog: Path, top: str, target: Target = "ecp5", *, device:
         _run([nextpnr, f"--{device}", "--package", package, "--json", netlist.name, "--report", report.name,
               "--lpf", lpf.name,
               "--freq", f"{freq_mhz:g}", "--timing-allow-fail", "--lpf-allow-unconstrained",
-              "--seed", str(seed), "--router", "router2", "--quiet"], "nextpnr-ecp5", where, timeout_s, cwd=tmp)
+              "--seed", str(seed), "--router", "router2", *PNR_TIMING_EFFORT, "--quiet"],
+             "nextpnr-ecp5", where, timeout_s, cwd=tmp)
         if not report.exists():
             raise AccelgenError("nextpnr-ecp5 wrote no report", where=where)
         doc = json.loads(report.read_text())

@@ -120,7 +120,8 @@ class Controller:
         hold = Signal(name="hold")
         # (``start`` comes only while not running, so never with ``ready``)
         self.shift = Signal(name="shift_desc")
-        self._ready_next = wire(m, self.running & ~start & ~self.shift & work_now, "ready_next")
+        self._ready_terms = (self.running & ~start & work_now)
+        self._ready_next = wire(m, self._ready_terms & ~self.shift, "ready_next")
         m.d.comb += self.shift.eq(pipe(m, self._ready_next, "ready_desc") & ~self.engines_continue)
         self._shifts = {"desc": self.shift}
         self._n_staged = 0
@@ -252,13 +253,23 @@ class Controller:
     #: (its few registers sit together) up to this many, then in turn.
     STAGE_SHIFTS = 48
 
-    def shift_copy(self, key: str, also=1) -> Signal:
+    def shift_copy(self, key: str, also=None) -> Signal:
         """The shift, decoded for one group of the registers it enables (``key``): a kept copy
-        of ``ready`` (a register of ``ready_next``, and of ``also``, a register that changes
-        only at a shift or start, when ``ready`` is 0) and the engines' registers."""
+        of ``ready`` and the engines' registers.  The copy is a register of ``ready_next``
+        worked out from its own shift (the same value as ``shift_desc``'s: the same terms, and
+        both start at 0), so no one net of ``ready_next`` reaches the fifty copies across
+        the device; or, given ``also`` (a register that changes only at a shift or start, when
+        ``ready`` is 0), a register of ``ready_next`` and ``also``."""
         if key not in self._shifts:
-            ready = pipe(self._m, self._ready_next & also, f"ready_{key}")
-            shift = wire(self._m, ready & ~self.engines_continue, f"shift_{key}")
+            m = self._m
+            if also is None:
+                d = Signal(name=f"ready_{key}_next")
+                ready = pipe(m, d, f"ready_{key}")
+                shift = wire(m, ready & ~self.engines_continue, f"shift_{key}")
+                m.d.comb += d.eq(self._ready_terms & ~shift)
+            else:
+                ready = pipe(m, self._ready_next & also, f"ready_{key}")
+                shift = wire(m, ready & ~self.engines_continue, f"shift_{key}")
             self._shifts[key] = shift
         return self._shifts[key]
 

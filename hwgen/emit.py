@@ -24,7 +24,7 @@ from costmodel.hwgen_preset.rules import host_offset_bits
 from costmodel.hwgen_preset.structure import HwStructure, structure_key, tiles_of
 from costmodel.workload import Layer
 
-__all__ = ["TOP", "IP_TOP", "LINT_WAIVERS", "design_id", "design_info", "write_verilog", "write_ip_top",
+__all__ = ["TOP", "IP_TOP", "LINT_WAIVERS", "design_id", "design_info", "generator_digest", "write_verilog", "write_ip_top",
            "write_design_sources", "emit_design"]
 
 TOP = "accelgen_top"            # the core: its own word bus (docs/timing.md)
@@ -36,7 +36,7 @@ LINT_WAIVERS = ("-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-CASEINCOMPLETE")
 
 
 @functools.lru_cache(maxsize=None)
-def _generator_digest() -> str:
+def generator_digest() -> str:
     """The generator's own source: a changed generator never reuses a cached build.  Read once
     per process, as the modules it has loaded are: a source edited while a run goes on must not
     label the old code's output with the new code's digest."""
@@ -50,7 +50,7 @@ def _generator_digest() -> str:
 
 
 def design_id(structure: HwStructure, l2_words: dict[str, int]) -> str:
-    key = repr((structure_key(structure), sorted(l2_words.items()), _generator_digest()))
+    key = repr((structure_key(structure), sorted(l2_words.items()), generator_digest()))
     return "accel_" + hashlib.sha256(key.encode()).hexdigest()[:12]
 
 

@@ -81,8 +81,10 @@ class Geometry:
         first issue of a load (9 at the earliest), and their row offsets (stage 6 at most, and
         a copy for each class of PEs) a cycle later (``docs/timing.md``)."""
         value = Value.cast(expr)
-        reg = Signal(shape if shape is not None else value.shape(), name=name)
-        self.m.d.sync += reg.eq(value)
+        # (a kept register: synthesis would merge two statics of the same value, such as the
+        # odometer's limit D - T0 and the drain's, into one register between both groups of
+        # readers, with a net across the device)
+        reg = pipe(self.m, value, name, shape if shape is not None else value.shape())
         self._statics.add(id(reg))
         return reg
 

@@ -80,6 +80,14 @@ class Loader:
         filter_rows = g.static_product(R, in_cols, "in_filter_rows", A)
         rows_extra = g.static((filter_rows - row_step)[:A], "in_rows_extra", A)
 
+        # Whether the input box spans whole rows (its columns are in_cols), and whole channels
+        # too: only when it spans every output column (row), and the layer's do reach the
+        # input's last column (row), since the span grows with the outputs; so the box stage
+        # reads two registers, not two comparisons with the configuration's wide fanout
+        whole = {d: g.static(g.static(span(g.D[d], st, f, s.max_stride)[:COORD], f"in_span_{d}") == n,
+                             f"in_whole_{d}")
+                 for d, st, f, n in (("Y", sy, R, in_rows), ("X", sx, S, in_cols))}
+
         def spans(p):
             k_n, c_n, y_n, x_n = (p[d]["ext"] for d in LOOP_DIMS)
             pr = p["prod"]
@@ -89,11 +97,12 @@ class Loader:
                     "in_base": (pr["c"] + pr["y"] + pr["x"])[:A], "w_base": (pr["k"] + pr["cw"])[:A],
                     "c_plane": product(p, "C", "ext", plane), "k_crs": product(p, "K", "ext", crs),
                     "c_rs": product(p, "C", "ext", rs),
-                    "w_full": c_n == C}
+                    "w_full": c_n == C,
+                    "full_cols": (x_n == g.D["X"]) & whole["X"], "full_rows": (y_n == g.D["Y"]) & whole["Y"]}
 
         def boxes(p):
-            full_cols = wire(m, p["cols"] == in_cols, "in_full_cols")
-            full = full_cols & (p["rows"] == in_rows)
+            full_cols = p["full_cols"]
+            full = full_cols & p["full_rows"]
             in_box = {"base": p["in_base"], "n_outer": Mux(full, 1, p["c_n"]), "outer_stride": plane,
                       "n_inner": Mux(full_cols, 1, p["rows"]), "inner_stride": in_cols,
                       "run": Mux(full, p["c_plane"], Mux(full_cols, p["y_rows"] + rows_extra, p["cols"]))}
@@ -146,9 +155,20 @@ class Loader:
                     last_chunk.eq(last), il_zero.eq(il0), ol_zero.eq(ol0),
                     next_run.eq(last & ~il0), next_outer.eq(last & il0 & ~ol0), box_end.eq(last & il0 & ol0)]
 
-        def first(bx):
-            return restart(bx["base"], 0, bx["run"], bx["n_inner"] - 1, bx["n_outer"] - 1,
-                           bx["run"] <= W, bx["n_inner"] == 1, bx["n_outer"] == 1) + [
+        # whether a box's run fits one chunk, and it has one inner (outer) run: worked out at
+        # ``go`` from its registers for its first run, and registered then for the runs after
+        # it (the box's registers hold still until the load ends), so the walk's next run reads
+        # a choice of registers, not the boxes' choice and then a comparison
+        def flags(bx):
+            return bx["run"] <= W, bx["n_inner"] == 1, bx["n_outer"] == 1
+
+        kept = {name: [registered(m, f, f"{name}_{k}") for f, k in zip(flags(bx), ("fits", "one_inner", "one_outer"))]
+                for name, bx in (("l_in", in_box), ("l_w", w_box))}
+        fits, one_inner, _ = (Mux(l_weight, w, i) for w, i in zip(kept["l_w"], kept["l_in"]))
+
+        def first(bx, name, now=False):
+            last, il0, ol0 = flags(bx) if now else kept[name]
+            return restart(bx["base"], 0, bx["run"], bx["n_inner"] - 1, bx["n_outer"] - 1, last, il0, ol0) + [
                 run_a_r.eq(bx["base"]), run_rel_r.eq(0), out_a_r.eq(bx["base"]), out_rel_r.eq(0)]
         starts = ctl.go_load
         # (exactly one of the run's next chunk, the next run, the next outer run and the box's
@@ -159,15 +179,14 @@ class Loader:
             m.d.sync += restart(addr + W, rel + W, remaining - W, il_r, ol_r, remaining <= 2 * W, il_zero, ol_zero)
         with m.If(issuing & next_run):              # the next run
             nxt_a, nxt_rel = run_a_r + box["inner_stride"], run_rel_r + box["inner_stride"]
-            m.d.sync += restart(nxt_a, nxt_rel, box["run"], il_r - 1, ol_r, box["run"] <= W, il_r == 1, ol_zero)
+            m.d.sync += restart(nxt_a, nxt_rel, box["run"], il_r - 1, ol_r, fits, il_r == 1, ol_zero)
             m.d.sync += [run_a_r.eq(nxt_a), run_rel_r.eq(nxt_rel)]
         with m.If(issuing & next_outer):            # the next outer run
             nxt_a, nxt_rel = out_a_r + box["outer_stride"], out_rel_r + box["outer_stride"]
-            m.d.sync += restart(nxt_a, nxt_rel, box["run"], box["n_inner"] - 1, ol_r - 1, box["run"] <= W,
-                                box["n_inner"] == 1, ol_r == 1)
+            m.d.sync += restart(nxt_a, nxt_rel, box["run"], box["n_inner"] - 1, ol_r - 1, fits, one_inner, ol_r == 1)
             m.d.sync += [run_a_r.eq(nxt_a), run_rel_r.eq(nxt_rel), out_a_r.eq(nxt_a), out_rel_r.eq(nxt_rel)]
         with m.If(issuing & box_end & to_weights):  # the weight box next
-            m.d.sync += first(w_box) + [l_weight.eq(1)]
+            m.d.sync += first(w_box, "l_w") + [l_weight.eq(1)]
         with m.If(issuing & box_end & ~to_weights):     # the end
             m.d.sync += [l_tail.eq(1), l_weight.eq(0)]
         with m.If(l_tail):
@@ -175,9 +194,9 @@ class Loader:
         with m.If(starts):                          # the step's first box: inputs, else weights
             m.d.sync += [l_active.eq(1), l_weight.eq(~ld.ld_in)]
             with m.If(ld.ld_in):
-                m.d.sync += first(in_box)
+                m.d.sync += first(in_box, "l_in", now=True)
             with m.Else():
-                m.d.sync += first(w_box)
+                m.d.sync += first(w_box, "l_w", now=True)
         cur_weight = l_weight
         # The NoC lanes, three cycles after the issue, in register stages: the L2
         # banks' words (the banks' read latency, then a register of both tensors'); the words

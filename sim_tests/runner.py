@@ -24,7 +24,7 @@ from costmodel.hwgen_preset.fast import hwgen_cycles
 from costmodel.hwgen_preset.preset import hwgen_structure, l2_split
 from costmodel.hwgen_preset.structure import HwStructure, tiles_of
 from costmodel.workload import Layer
-from hwgen.emit import IP_TOP, design_id, write_design_sources
+from hwgen.emit import IP_TOP, design_id, generator_digest, write_design_sources
 from hwgen.pe import PE_MODULE
 
 from hwgen import ipfiles
@@ -75,7 +75,7 @@ def run_jobs(structure: HwStructure, l2_words: dict[str, int], jobs: list[tuple[
     always simulate)."""
     if reuse:
         did = design_id(structure, l2_words)
-        cache = simenv.SIM_BUILD / did / sim / "results"
+        cache = simenv.build_dir(did, sim, generator_digest()) / "results"
         keys = [hashlib.sha256(json.dumps([_bench_digest(), name, job.as_dict(), timeout], sort_keys=True)
                                .encode()).hexdigest()[:16] for name, job, timeout in jobs]
         done = {key: json.loads((cache / f"{key}.json").read_text()) for key in keys
@@ -103,7 +103,7 @@ def _simulate(structure: HwStructure, l2_words: dict[str, int], jobs: list[tuple
     clock = time.perf_counter()
     sources = _design_sources(structure, l2_words)
     PHASE_SECONDS["generate"] = time.perf_counter() - clock
-    build = simenv.build_dir(did, sim)
+    build = simenv.build_dir(did, sim, generator_digest())
     # The bench drives the top level's ports only; the PE is built once and shared by every
     # position of the array (simenv.get_runner).
     runner = simenv.get_runner(sim, ports_only=True, hier_blocks=(PE_MODULE,))

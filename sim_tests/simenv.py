@@ -20,11 +20,14 @@ Makefile targets get exactly the same environment; tests call
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import json
 import os
 import shlex
 import shutil
 import sys
+import time
 from collections.abc import MutableMapping
 from pathlib import Path
 
@@ -172,11 +175,95 @@ def get_runner(sim: str, ports_only: bool = False, hier_blocks: tuple[str, ...] 
     return _PortsOnly()
 
 
-def build_dir(name: str, sim: str) -> Path:
-    """A per-design, per-simulator folder under the gitignored ``sim_build/``."""
+def build_dir(name: str, sim: str, generator: str | None = None) -> Path:
+    """A per-design, per-simulator folder under the gitignored ``sim_build/``, marked as used now
+    and, for a generated design, with the digest of the generator that wrote it
+    (:func:`evict_builds`, run once per process before the first folder is handed out)."""
+    global _EVICTED
+    if not _EVICTED and generator is not None:
+        _EVICTED = True
+        evict_builds(generator)
     path = SIM_BUILD / name / sim
     path.mkdir(parents=True, exist_ok=True)
+    stamp = SIM_BUILD / name / STAMP
+    stamp.write_text(json.dumps({"generator": generator}))     # (its time is the folder's last use)
     return path
+
+
+#: The file in each build folder that says which generator wrote it; its time is the last use.
+STAMP = ".used.json"
+#: Builds left alone by :func:`evict_builds` whatever they are: used within this many seconds
+#: (another run may be using them, e.g. ``make validate-rtl`` beside ``make test``).
+IDLE_SECONDS = 3600
+_EVICTED = False
+
+
+def _folder_bytes(path: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size
+    return total
+
+
+def evict_builds(generator: str, budget_bytes: float | None = None, now: float | None = None) -> list[str]:
+    """Keep ``sim_build/`` from growing without bound (every design of every generator, 300 MB
+    a Verilator build): remove the builds, with their sources in ``designs/``, that an older
+    generator wrote (no run can use them again: a design's folder is named by the generator's
+    digest), then, while the rest holds more than ``$ACCELGEN_SIM_BUILD_GB`` (default 20) GB,
+    the least recently used.  A build used within :data:`IDLE_SECONDS` is never removed.
+    Returns the names removed, and says on stderr what it freed."""
+    if budget_bytes is None:
+        budget_bytes = float(os.environ.get("ACCELGEN_SIM_BUILD_GB", "20")) * 1e9
+    now = time.time() if now is None else now
+    if not SIM_BUILD.is_dir():
+        return []
+    entries = []                                    # (last use, name, generator or None, stamped)
+    for folder in SIM_BUILD.iterdir():
+        if folder.name == "designs" or not folder.is_dir():
+            continue
+        stamp = folder / STAMP
+        try:
+            used, gen = stamp.stat().st_mtime, json.loads(stamp.read_text()).get("generator")
+            stamped = True
+        except (OSError, ValueError, AttributeError):
+            used, gen, stamped = folder.stat().st_mtime, None, False
+        entries.append((used, folder.name, gen, stamped))
+    designs = SIM_BUILD / "designs"
+    for folder in (designs.iterdir() if designs.is_dir() else ()):   # sources without a build
+        if folder.is_dir() and not (SIM_BUILD / folder.name).exists():
+            entries.append((folder.stat().st_mtime, folder.name, None, False))
+    idle = sorted(e for e in entries if e[0] < now - IDLE_SECONDS)
+    # stale: written by another generator, or from before the stamps (a name not a design's,
+    # such as the toolchain's check, has a stamp without a generator and is only ever evicted
+    # for room)
+    stale = [e for e in idle if (e[3] and e[2] is not None and e[2] != generator) or not e[3]]
+    removed, freed = [], 0
+
+    def remove(name):
+        nonlocal freed
+        for path in (SIM_BUILD / name, designs / name):
+            if path.exists():
+                freed += _folder_bytes(path)
+                shutil.rmtree(path, ignore_errors=True)
+        removed.append(name)
+    for e in stale:
+        remove(e[1])
+    rest = [e for e in idle if e[1] not in removed]
+    if rest:
+        sizes = {e[1]: _folder_bytes(SIM_BUILD / e[1]) + _folder_bytes(designs / e[1])
+                 for e in entries if e[1] not in removed}
+        total = sum(sizes.values())
+        for e in rest:                              # least recently used first
+            if total <= budget_bytes:
+                break
+            total -= sizes[e[1]]
+            remove(e[1])
+    if removed:
+        print(f"sim_build: removed {len(removed)} unused builds ({freed / 1e9:.1f} GB) from {SIM_BUILD}",
+              file=sys.stderr)
+    return removed
 
 
 def _exports() -> str:

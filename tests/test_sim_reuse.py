@@ -62,3 +62,56 @@ def test_without_reuse_every_job_is_simulated(jobs_and_calls):
     runner.run_jobs(structure, l2, jobs[:1], "icarus")
     runner.run_jobs(structure, l2, jobs[:1], "icarus")
     assert calls == [("icarus", ["L0"]), ("icarus", ["L0"])]
+
+
+def _build(name, generator, age, now, size=1000):
+    """A build folder last used ``age`` seconds before ``now``, of ``size`` bytes, with its
+    sources in ``designs/``."""
+    import json
+    import os
+    folder = simenv.SIM_BUILD / name
+    (folder / "verilator").mkdir(parents=True)
+    (folder / "verilator" / "obj").write_bytes(b"x" * size)
+    (simenv.SIM_BUILD / "designs" / name).mkdir(parents=True)
+    stamp = folder / simenv.STAMP
+    if generator is not False:
+        stamp.write_text(json.dumps({"generator": generator}))
+        os.utime(stamp, (now - age, now - age))
+    os.utime(folder, (now - age, now - age))
+
+
+def test_builds_of_older_generators_and_the_least_recently_used_are_evicted(tmp_path, monkeypatch):
+    monkeypatch.setattr(simenv, "SIM_BUILD", tmp_path)
+    now = 1e9
+    hour = simenv.IDLE_SECONDS
+    _build("old_idle", "g0", 2 * hour, now)
+    _build("old_busy", "g0", hour / 2, now)          # another run may be using it
+    _build("legacy", False, 2 * hour, now)           # from before the stamps
+    _build("tool", None, 2.5 * hour, now)            # not a design: evicted only for room
+    _build("cur_a", "g1", 3 * hour, now)
+    _build("cur_b", "g1", 2 * hour, now)
+    _build("cur_c", "g1", hour / 2, now)
+    removed = simenv.evict_builds("g1", budget_bytes=1e9, now=now)
+    assert sorted(removed) == ["legacy", "old_idle"]
+    assert not (tmp_path / "old_idle").exists() and not (tmp_path / "designs" / "old_idle").exists()
+    assert (tmp_path / "old_busy").exists() and (tmp_path / "designs" / "old_busy").exists()
+    # over budget (five builds of about 1 kB are left): the least recently used of the idle ones
+    # go first, never a busy one
+    removed = simenv.evict_builds("g1", budget_bytes=3100, now=now)
+    assert removed == ["cur_a", "tool"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cur_b", "cur_c", "designs", "old_busy"]
+    assert simenv.evict_builds("g1", budget_bytes=0, now=now) == ["cur_b"]
+
+
+def test_a_build_folder_says_which_generator_made_it_and_when_it_was_used(tmp_path, monkeypatch):
+    import json
+    monkeypatch.setattr(simenv, "SIM_BUILD", tmp_path)
+    monkeypatch.setattr(simenv, "_EVICTED", False)
+    calls = []
+    monkeypatch.setattr(simenv, "evict_builds", lambda generator: calls.append(generator))
+    assert simenv.build_dir("toolchain_mac", "icarus") == tmp_path / "toolchain_mac" / "icarus"
+    assert calls == []                                # (not a design: no generator to compare with)
+    path = simenv.build_dir("accel_x", "verilator", "g1")
+    simenv.build_dir("accel_y", "verilator", "g1")
+    assert calls == ["g1"]                            # once per process
+    assert path.is_dir() and json.loads((tmp_path / "accel_x" / simenv.STAMP).read_text()) == {"generator": "g1"}
