@@ -220,6 +220,7 @@ def evict_builds(generator: str, budget_bytes: float | None = None, now: float |
     if not SIM_BUILD.is_dir():
         return []
     entries = []                                    # (last use, name, generator or None, stamped)
+    # (another process may remove a folder while this one looks: it is then left out)
     for folder in SIM_BUILD.iterdir():
         if folder.name == "designs" or not folder.is_dir():
             continue
@@ -228,12 +229,15 @@ def evict_builds(generator: str, budget_bytes: float | None = None, now: float |
             used, gen = stamp.stat().st_mtime, json.loads(stamp.read_text()).get("generator")
             stamped = True
         except (OSError, ValueError, AttributeError):
-            used, gen, stamped = folder.stat().st_mtime, None, False
+            with contextlib.suppress(OSError):
+                entries.append((folder.stat().st_mtime, folder.name, None, False))
+            continue
         entries.append((used, folder.name, gen, stamped))
     designs = SIM_BUILD / "designs"
     for folder in (designs.iterdir() if designs.is_dir() else ()):   # sources without a build
         if folder.is_dir() and not (SIM_BUILD / folder.name).exists():
-            entries.append((folder.stat().st_mtime, folder.name, None, False))
+            with contextlib.suppress(OSError):
+                entries.append((folder.stat().st_mtime, folder.name, None, False))
     idle = sorted(e for e in entries if e[0] < now - IDLE_SECONDS)
     # stale: written by another generator, or from before the stamps (a name not a design's,
     # such as the toolchain's check, has a stamp without a generator and is only ever evicted
