@@ -119,11 +119,10 @@ class Controller:
         # settled register.
         hold = Signal(name="hold")
         # (``start`` comes only while not running, so never with ``ready``)
-        self.shift = Signal(name="shift_desc")
-        self._ready_terms = (self.running & ~start & work_now)
+        self._ready_terms = wire(m, self.running & ~start & work_now, "ready_terms")
+        self._shifts = {}
+        self.shift = self.shift_copy("desc")
         self._ready_next = wire(m, self._ready_terms & ~self.shift, "ready_next")
-        m.d.comb += self.shift.eq(pipe(m, self._ready_next, "ready_desc") & ~self.engines_continue)
-        self._shifts = {"desc": self.shift}
         self._n_staged = 0
         shift_odo = self.shift_copy("odo", also=more)
         m.d.sync += hold.eq(start | self.shift)
@@ -256,20 +255,16 @@ class Controller:
     def shift_copy(self, key: str, also=None) -> Signal:
         """The shift, decoded for one group of the registers it enables (``key``): a kept copy
         of ``ready`` and the engines' registers.  The copy is a register of ``ready_next``
-        worked out from its own shift (the same value as ``shift_desc``'s: the same terms, and
-        both start at 0), so no one net of ``ready_next`` reaches the fifty copies across
-        the device; or, given ``also`` (a register that changes only at a shift or start, when
-        ``ready`` is 0), a register of ``ready_next`` and ``also``."""
+        worked out from its own shift: every copy has the same value as ``shift_desc`` (the
+        first of them; the same terms, and all start at 0), and no one net of ``ready_next``
+        reaches the fifty copies across the device.  Given ``also`` (a register that changes
+        only at a shift or start, when ``ready`` is 0), it is a register of ``shift_desc``'s
+        ``ready_next`` and ``also``."""
         if key not in self._shifts:
             m = self._m
-            if also is None:
-                d = Signal(name=f"ready_{key}_next")
-                ready = pipe(m, d, f"ready_{key}")
-                shift = wire(m, ready & ~self.engines_continue, f"shift_{key}")
-                m.d.comb += d.eq(self._ready_terms & ~shift)
-            else:
-                ready = pipe(m, self._ready_next & also, f"ready_{key}")
-                shift = wire(m, ready & ~self.engines_continue, f"shift_{key}")
+            d = Signal(name=f"ready_{key}_next")
+            shift = wire(m, pipe(m, d, f"ready_{key}") & ~self.engines_continue, f"shift_{key}")
+            m.d.comb += d.eq(self._ready_terms & ~shift if also is None else self._ready_next & also)
             self._shifts[key] = shift
         return self._shifts[key]
 

@@ -24,8 +24,8 @@ from costmodel.hwgen_preset.rules import host_offset_bits
 from costmodel.hwgen_preset.structure import HwStructure, structure_key, tiles_of
 from costmodel.workload import Layer
 
-__all__ = ["TOP", "IP_TOP", "LINT_WAIVERS", "design_id", "design_info", "generator_digest", "write_verilog", "write_ip_top",
-           "write_design_sources", "emit_design"]
+__all__ = ["TOP", "IP_TOP", "LINT_WAIVERS", "design_id", "design_info", "generator_digest", "write_verilog",
+           "write_ip_top", "write_design_sources", "emit_design"]
 
 TOP = "accelgen_top"            # the core: its own word bus (docs/timing.md)
 IP_TOP = "accelgen_axi_top"     # what the user instantiates: AXI4-Lite, AXI4-Stream in and out, irq

@@ -219,51 +219,34 @@ def evict_builds(generator: str, budget_bytes: float | None = None, now: float |
     now = time.time() if now is None else now
     if not SIM_BUILD.is_dir():
         return []
-    entries = []                                    # (last use, name, generator or None, stamped)
-    # (another process may remove a folder while this one looks: it is then left out)
-    for folder in SIM_BUILD.iterdir():
-        if folder.name == "designs" or not folder.is_dir():
-            continue
-        stamp = folder / STAMP
-        try:
-            used, gen = stamp.stat().st_mtime, json.loads(stamp.read_text()).get("generator")
-            stamped = True
-        except (OSError, ValueError, AttributeError):
-            with contextlib.suppress(OSError):
-                entries.append((folder.stat().st_mtime, folder.name, None, False))
-            continue
-        entries.append((used, folder.name, gen, stamped))
+    # (last use, name, generator): a generator of None marks a folder that is not a design's
+    # (the toolchain's check), evicted only for room; "" one from before the stamps, stale.
+    # Another process may remove a folder while this one looks: it is then left out.
+    entries = []
     designs = SIM_BUILD / "designs"
-    for folder in (designs.iterdir() if designs.is_dir() else ()):   # sources without a build
-        if folder.is_dir() and not (SIM_BUILD / folder.name).exists():
-            with contextlib.suppress(OSError):
-                entries.append((folder.stat().st_mtime, folder.name, None, False))
-    idle = sorted(e for e in entries if e[0] < now - IDLE_SECONDS)
-    # stale: written by another generator, or from before the stamps (a name not a design's,
-    # such as the toolchain's check, has a stamp without a generator and is only ever evicted
-    # for room)
-    stale = [e for e in idle if (e[3] and e[2] is not None and e[2] != generator) or not e[3]]
-    removed, freed = [], 0
-
-    def remove(name):
-        nonlocal freed
-        for path in (SIM_BUILD / name, designs / name):
-            if path.exists():
-                freed += _folder_bytes(path)
+    folders = [f for f in SIM_BUILD.iterdir() if f.name != "designs"]
+    folders += [f for f in (designs.iterdir() if designs.is_dir() else ()) if not (SIM_BUILD / f.name).exists()]
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            if not folder.is_dir():
+                continue
+            try:
+                stamp = folder / STAMP
+                entries.append((stamp.stat().st_mtime, folder.name, json.loads(stamp.read_text()).get("generator")))
+            except (OSError, ValueError, AttributeError):
+                entries.append((folder.stat().st_mtime, folder.name, ""))
+    idle = sorted(e for e in entries if e[0] < now - IDLE_SECONDS)      # least recently used first
+    sizes = {name: _folder_bytes(SIM_BUILD / name) + _folder_bytes(designs / name) for _, name, _ in entries}
+    stale = {name for _, name, gen in idle if gen is not None and gen != generator}
+    total = sum(size for name, size in sizes.items() if name not in stale)      # what stays of the rest
+    removed = []
+    for _, name, _ in idle:
+        if name in stale or total > budget_bytes:
+            for path in (SIM_BUILD / name, designs / name):
                 shutil.rmtree(path, ignore_errors=True)
-        removed.append(name)
-    for e in stale:
-        remove(e[1])
-    rest = [e for e in idle if e[1] not in removed]
-    if rest:
-        sizes = {e[1]: _folder_bytes(SIM_BUILD / e[1]) + _folder_bytes(designs / e[1])
-                 for e in entries if e[1] not in removed}
-        total = sum(sizes.values())
-        for e in rest:                              # least recently used first
-            if total <= budget_bytes:
-                break
-            total -= sizes[e[1]]
-            remove(e[1])
+            removed.append(name)
+            total -= 0 if name in stale else sizes[name]
+    freed = sum(sizes[name] for name in removed)
     if removed:
         print(f"sim_build: removed {len(removed)} unused builds ({freed / 1e9:.1f} GB) from {SIM_BUILD}",
               file=sys.stderr)
