@@ -125,6 +125,7 @@ def bench_rtl_resources(hardware: str, target: str = "ecp5", place_top: bool = F
         r = synthesize_design(verilog, hw.num_pes, target)
         label = f"({target}, kcp on {hardware}, {hw.num_pes} PEs)"
         print(f"rtl_luts_per_pe: {r.pe.lut} LUT4 {label}")
+        print(f"rtl_lutram_per_pe: {r.pe.lutram} distributed-RAM cells (16x4 each: the L1 banks) {label}")
         print(f"rtl_dsps_per_pe: {r.pe.dsp} {label}")
         print(f"rtl_ffs_per_pe: {r.pe.ff} {label}")
         print(f"rtl_overhead_luts: {r.shared.lut} LUT4 {label}: host bus, L2, controller, loader, NoC, drain")
@@ -194,7 +195,7 @@ def bench_rtl_busy_pes(target: str = "ecp5") -> None:
             emit_design(hw, lambda l: resolve_dataflow(matrix.dataflow_spec(dataflow), l, hw), [layer],
                         Path(tmp) / "design")
             r = synthesize_module(Path(tmp) / "design" / "accelgen_top.v", PE_MODULE, target)
-        print(f"rtl_luts_per_pe_busy_{family}: {r.lut} LUT4, {r.ff} FFs, {r.dsp} DSP ({target}, {dataflow} on "
+        print(f"rtl_luts_per_pe_busy_{family}: {r.lut} LUT4, {r.lutram} LUT RAM, {r.ff} FFs, {r.dsp} DSP ({target}, {dataflow} on "
               f"{array} for `{spec}`, the efficiency table's tile)")
 
 

@@ -14,17 +14,17 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from costmodel.hwgen_preset.rules import LOOP_DIMS, host_offset_bits, l2_address_bits
+from costmodel.hwgen_preset.rules import LOOP_DIMS, host_offset_bits, input_span, l2_address_bits
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, by_stride, registered, span, times, wire
+from .common import COORD, by_stride, registered, span, wire
 from .compute import ORDER, PES_PER_OPERAND_COPY, Compute
 from .controller import Controller
 from .drain import Drain, drain_lanes
 from .geometry import CONFIG_REGS, Geometry
 from .hostbus import CTRL, REGION, HostBus
 from .l2 import L2
-from .loader import Loader
+from .loader import Loader, tensor_ingress
 from .pe import PE, pe_instance, row_window
 
 __all__ = ["Accelerator", "CONFIG_REGS", "REGION", "CTRL"]
@@ -46,8 +46,7 @@ class Accelerator(wiring.Component):
 
     def pe(self) -> PE:
         """The one PE every position of the array instantiates (emitted as :data:`PE_MODULE`)."""
-        s = self.s
-        return PE(s.pe_tile_max, s.max_stride, s.noc_words_per_cycle, s.simd_lanes, drain_lanes(s))
+        return PE(self.s, drain_lanes(self.s))
 
     def elaborate(self, platform):
         m = Module()
@@ -63,49 +62,28 @@ class Accelerator(wiring.Component):
         template = self.pe()
         pes = [(u0, u1, pe_instance(m, f"pe_{u0}_{u1}", template)) for u0 in range(s.n0) for u1 in range(s.n1)]
         drain = Drain.build(m, s, g, ctl, l2, bus, pes, self)
-        shared = _PerClass(m, s, g, ctl, loader, compute, self._unit_steps(m, g, loader), template.early_windows)
-        shared.broadcast_rows(template)
+        shared = _PerClass(m, s, g, ctl, loader, compute)
         for u0, u1, pe in pes:
             shared.wire_pe(pe, u0, u1, template)
         m.d.comb += [ctl.engines_continue.eq(loader.continues | compute.continues | drain.continues),
                      ctl.flushing.eq(drain.flushing)]
         return m
 
-    def _unit_steps(self, m: Module, g: Geometry, loader: Loader) -> dict[str, list]:
-        """Per tensor and level, how far apart in L2 the first words of neighbouring units'
-        tiles are: a PE's first word is the box's plus ``u0 * step0 + u1 * step1`` (constant
-        multiples: no multiplier per PE)."""
-        out = {}
-        for name, by_dim in loader.strides.items():
-            out[name] = []
-            for lv, T in enumerate((g.T0, g.T1)):
-                d = self.s.spatial[lv]
-                if d not in by_dim:
-                    out[name].append(Const(0, self.abits))
-                elif by_dim[d] is g.stride_x:       # (a stride: a choice of constant multiples)
-                    out[name].append(g.static(by_stride(T[d], g.stride_x, self.s.max_stride)[:self.abits],
-                                              f"{name}_unit{lv}", self.abits))
-                else:
-                    out[name].append(g.static_product(T[d], by_dim[d], f"{name}_unit{lv}", self.abits))
-        return out
-
 
 
 class _PerClass:
     """What the PEs are told, each quantity computed once for the PEs it is the same for: a PE's
     tile extent along a loop dimension depends on its unit index only at the levels that spread
-    that dimension, and its distance from the NoC's lane 0 only on the levels that spread a
-    dimension of the tensor (``kcp`` on 64 PEs: 8 input classes, not 64).  Quantities the same
-    for every PE (the L1 rows' L2 offsets, the operand addresses) are broadcast."""
+    that dimension, and its lanes, its load phase and where its window falls only on the levels
+    that spread a dimension of the tensor (``kcp`` on 64 PEs: 8 input classes, not 64).
+    Quantities the same for every PE (the L1 row a chunk goes to, the operand addresses) are
+    broadcast."""
 
-    def __init__(self, m: Module, s: HwStructure, g: Geometry, ctl: Controller, loader: Loader,
-                 compute: Compute, steps: dict[str, list], early_windows: bool = False):
-        self.m, self.s, self.g, self.ctl, self.loader, self.compute, self.steps = m, s, g, ctl, loader, compute, steps
-        self.early_windows = early_windows      # the PEs take the rows' windows a cycle earlier (PE.early_windows)
+    def __init__(self, m: Module, s: HwStructure, g: Geometry, ctl: Controller, loader: Loader, compute: Compute):
+        self.m, self.s, self.g, self.ctl, self.loader, self.compute = m, s, g, ctl, loader, compute
         self.cache: dict = {}
-        A = len(loader.issue_rel)
-        self.A = A
-        self.rows: dict[str, Signal] = {}
+        self.A = len(loader.col)
+        self.ingress = tensor_ingress(s)
 
     def _once(self, key, make):
         if key not in self.cache:
@@ -154,54 +132,80 @@ class _PerClass:
         value = self._span(d, u0, u1) if d in ("Y", "X") else self.extent(self.ctl.ld, d, u0, u1)
         return self._to_pes(value, f"ld_ext_{d}_{k0}_{k1}")
 
-    def _delta(self, name: str, u0: int, u1: int):
-        """(the PE's first word of ``name`` - lane 0's address) mod 2**A, a register: the class's
-        first word is the box's plus its units' steps (a static register), and lane 0's is the
-        box's plus the issue's offset in it (``issue_rel``, a cycle after the issue), so the
-        difference is taken from registers, two cycles before the PEs' lanes register holds
-        the issue's words (:meth:`_window` adds each row's offset); with early windows, from
-        the offset in the issue's own cycle, a cycle earlier."""
-        loader, m, A = self.loader, self.m, self.A
-        k0, k1 = self._unit_key(tuple(loader.strides[name]), u0, u1)
+    def _class(self, name: str, u0: int, u1: int) -> int:
+        """The PE's class for tensor ``name``: its units along the levels the tensor's L2 layout
+        interleaves, the level-0 one first (:func:`hwgen.layout.interleaved`)."""
+        s, inter = self.s, self.ingress[name].interleaved
+        u = 0
+        for lv, (d, n, k) in enumerate(zip(s.spatial, (s.n0, s.n1), (u0, u1))):
+            if d in inter:
+                u = u * n + k
+        return u
+
+    def _taps(self, name: str, u0: int, u1: int):
+        """The lanes the PE takes its words of ``name`` from, fixed: ``P`` words of each class a
+        chunk (class ``u``'s word ``j`` on lane ``j * classes + u``), or, with more classes than
+        lanes, class ``u``'s on lane ``u % W`` (in phase ``u // W``); a window's: all of them."""
+        ing, W, data = self.ingress[name], self.s.noc_words_per_cycle, self.loader.lane_data
+        if name == "input" and ing.window_x:
+            return data
+        u = self._class(name, u0, u1)
+        lanes = [u % W] if ing.classes > W else [j * ing.classes + u for j in range(ing.per_pe)]
+        return Cat(*[data[8 * j: 8 * j + 8] for j in lanes])
+
+    def _we(self, name: str, u0: int, u1: int):
+        """The chunk on the lanes is one of ``name`` that the PE takes (its phase, with more
+        classes than lanes): once per phase."""
+        ing, W, ch = self.ingress[name], self.s.noc_words_per_cycle, self.loader.chunk
+        phase = self._class(name, u0, u1) // W if ing.classes > W else None
 
         def make():
-            first = [x for x in (self._step_times(name, 0, k0), self._step_times(name, 1, k1)) if not isinstance(x, int)]
-            if len(first) == 2:
-                first = [self._once(("first", name, k0, k1),
-                                    lambda: self.g.static((first[0] + first[1])[:A], f"{name}_first_{k0}_{k1}", A))]
-            delta = Signal(A, name=f"{name}_delta_{k0}_{k1}")
-            rel = loader.issue_rel_now if self.early_windows else loader.issue_rel
-            m.d.sync += delta.eq(((first[0] if first else 0) - rel)[:A])
-            return delta
-        return self._once(("delta", name, k0, k1), make)
+            ok = ch["valid"] & (ch["weight"] if name == "weight" else ~ch["weight"])
+            if phase is not None:
+                ok = ok & (ch["phase"] == phase)
+            return wire(self.m, ok, f"ld_we_{name}_{phase}")
+        return self._once(("we", name, phase), make)
 
-    def _window(self, name: str, row: str, n: int, u0: int, u1: int):
-        """Where L1 row ``row`` (``n`` words) of the class's PEs falls on the lanes of two (early
-        windows: three) cycles later, registered a cycle (two) before them: ``near`` (some word
-        of it is on the lanes: v < lanes + n - 1, with v = delta + the row's offset mod 2**A, the
-        row's first word on lane v - (n - 1)) and the window ``lo`` (v's low bits), for the PEs'
-        capture (``hwgen/pe.py``).
-        Once per class and row, not per PE: all the PEs of a class see the row at one place."""
-        m, A, W = self.m, self.A, self.s.noc_words_per_cycle
-        k0, k1 = self._unit_key(tuple(self.loader.strides[name]), u0, u1)
+    def _rows(self, u0: int, u1: int):
+        """The L1 row and write enable of the input for the PE's class when the input is spread
+        along ``Y`` in overlapping windows: the loader sends the union's rows, and the class of
+        unit ``u`` takes rows ``u * T * stride_y`` .. of them (its input span in the step), each
+        ``u * T * stride_y`` rows of its L1 below where the loader counts it; registered from the
+        loader's count a cycle before the lanes, once per class."""
+        s, g, m = self.s, self.g, self.m
+        lv = s.spatial.index("Y")
+        u = (u0, u1)[lv]
+        early = self.loader.chunk_early
 
         def make():
-            # (the row's offset, a static register, copied beside each class's adder)
-            ofs = self.g.operand(self.rows[row], f"{row}_ofs_{k0}_{k1}")
-            v = wire(m, (self._delta(name, u0, u1) + ofs)[:A], f"{row}_v_{k0}_{k1}", A)
-            near = registered(m, v < W + n - 1, f"{row}_near_{k0}_{k1}")
-            lo = registered(m, v[:row_window(n, W)], f"{row}_lo_{k0}_{k1}")
-            return near, lo
-        return self._once(("window", row, k0, k1), make)
+            first = g.static(by_stride(g.scaled(lv, "Y", u), g.stride_y, s.max_stride)[:COORD],
+                             f"win_y_first_{u}", COORD) if u else Const(0, COORD)
+            inner = g.static(g.cfg["l1_in_row"] >> (self.ingress["input"].banks - 1).bit_length()
+                             if not self.ingress["input"].window_x else Const(1, COORD), f"win_y_inner_{u}", COORD)
+            below = g.static_product(first, inner, f"win_y_below_{u}", COORD) if u else Const(0, COORD)
+            rel = (early["y"] - first)[:COORD + 1].as_signed()
+            span = self._span("Y", u0, u1)
+            ok = early["valid"] & ~early["weight"] & (rel >= 0) & (rel < span)
+            return (registered(m, ok, f"win_y_we_{u}"),
+                    registered(m, (early["row"] - below)[:len(early["row"])], f"win_y_row_{u}"))
+        return self._once(("rows", u), make)
 
-    def _step_times(self, name: str, level: int, k: int):
-        """``k`` times the L2 distance between neighbouring units of ``level`` for ``name``: a
-        static register (shifts and adds of a static one, so ready by the first ``go``)."""
-        if k == 0:
-            return 0
-        return self._once(("step", name, level, k),
-                          lambda: self.g.static(times(k, self.steps[name][level])[:self.A],
-                                                f"{name}_step{level}_x{k}", self.A))
+    def _window(self, u0: int, u1: int):
+        """Where the window of the class's PEs falls on the lanes of a cycle later (``near``,
+        ``lo``: :meth:`PE._window`): its first word's column in the union's row is the class's
+        unit times the spread tile and the stride, a static register; the chunk's first column
+        comes from the loader a cycle after the issue."""
+        s, g, m, A, W = self.s, self.g, self.m, self.A, self.s.noc_words_per_cycle
+        lv = s.spatial.index("X")
+        u = (u0, u1)[lv]
+        n = input_span(s.pe_tile_max["X"], s.max_stride, s.pe_tile_max["S"])
+
+        def make():
+            first = g.static((by_stride(g.scaled(lv, "X", u), g.stride_x, s.max_stride) + (n - 1))[:A],
+                             f"win_first_{u}", A) if u else Const(n - 1, A)
+            v = registered(m, (first - self.loader.col)[:A], f"win_v_{u}", A)
+            return registered(m, v < W + n - 1, f"win_near_{u}"), registered(m, v[:row_window(n, W)], f"win_lo_{u}")
+        return self._once(("window", u), make)
 
     def _inside(self, u0: int, u1: int):
         """The compute engine's position of the cycle before is inside the PE's tile of the step
@@ -218,41 +222,30 @@ class _PerClass:
             bits.append(self._once(("inside", d, k0, k1), lambda: inside(n, d, k0, k1)))
         return Cat(*bits).all()
 
-    def broadcast_rows(self, pe: PE) -> None:
-        """The L2 offset of every L1 row from the tile's first word, plus (row length - 1): static
-        registers, read by :meth:`_window`."""
-        m, g, A, t = self.m, self.g, self.A, pe.tile
-        strides = self.loader.strides
-        plane, row = strides["input"]["C"], g.cfg["in_cols"]
-        for c in range(t["C"]):
-            for y in range(pe.in_rows):
-                self.rows[f"in_{c}_{y}"] = g.static_sum([(c, plane), (y, row), pe.in_cols - 1], f"in_ofs_{c}_{y}", A)
-        crs, rs = strides["weight"]["K"], strides["weight"]["C"]
-        for k in range(t["K"]):
-            for c in range(t["C"]):
-                for r in range(t["R"]):
-                    self.rows[f"w_{k}_{c}_{r}"] = g.static_sum([(k, crs), (c, rs), (r, g.S), t["S"] - 1],
-                                                                   f"w_ofs_{k}_{c}_{r}", A)
-
     def wire_pe(self, pe, u0: int, u1: int, template: PE) -> None:
         """One PE's ports."""
         m, ctl, loader, compute, g = self.m, self.ctl, self.loader, self.compute, self.g
         ld, cp = ctl.ld, ctl.cp
+        ch = loader.chunk
         m.d.comb += [
-            pe.lane_len.eq(loader.early_len), pe.lane_weight.eq(loader.early_weight), pe.lane_data.eq(loader.lane_data),
+            pe.in_taps.eq(self._taps("input", u0, u1)), pe.w_taps.eq(self._taps("weight", u0, u1)),
+            pe.ld_we_w.eq(self._we("weight", u0, u1)), pe.ld_count.eq(ch["count"]),
             pe.ld_bank_in.eq(self._to_pes(ld.bank_in, "ld_bank_in")), pe.ld_bank_w.eq(self._to_pes(ld.bank_w, "ld_bank_w")),
-            pe.ld_kn.eq(self._ld_extent("K", u0, u1)), pe.ld_cn.eq(self._ld_extent("C", u0, u1)),
-            pe.ld_yn.eq(self._ld_extent("Y", u0, u1)), pe.ld_xn.eq(self._ld_extent("X", u0, u1)),
-            pe.filt_r.eq(g.R), pe.filt_s.eq(g.S),
             pe.mac_en.eq(compute.issue_r & self._inside(u0, u1)),
             pe.rd_on.eq(compute.rd_on), pe.ps_addr.eq(compute.ps_addr),
             pe.cp_bank_ps.eq(compute.banks["bank_ps"]),
         ]
         ops = compute.operands((u0 * self.s.n1 + u1) // PES_PER_OPERAND_COPY)
         m.d.comb += [pe.cp_bank_in.eq(ops["bank_in"]), pe.cp_bank_w.eq(ops["bank_w"])]
-        for name, row, n in template.l1_rows():
-            near, lo = self._window(name, row, n, u0, u1)
-            m.d.comb += [getattr(pe, f"{row}_near").eq(near), getattr(pe, f"{row}_lo").eq(lo)]
+        if self.ingress["input"].window_y:
+            we_in, row_in = self._rows(u0, u1)
+            m.d.comb += [pe.ld_we_in.eq(we_in), pe.ld_row.eq(Mux(ch["weight"], ch["row"], row_in))]
+        else:
+            m.d.comb += [pe.ld_we_in.eq(self._we("input", u0, u1)), pe.ld_row.eq(ch["row"])]
+        if template.window:
+            near, lo = self._window(u0, u1)
+            m.d.comb += [pe.lane_len.eq(loader.early_len), pe.win_near.eq(near), pe.win_lo.eq(lo),
+                         pe.ld_xn.eq(self._ld_extent("X", u0, u1))]
         for j in range(template.simd):
             m.d.comb += [getattr(pe, f"rd_in_{j}").eq(ops["rd_in"][j]),
                          getattr(pe, f"rd_w_{j}").eq(ops["rd_w"][j])]

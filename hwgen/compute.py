@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 
-from costmodel.hwgen_preset.rules import TIMING, input_span, l1_words
+from costmodel.hwgen_preset.rules import TIMING, l1_shape, l1_words
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, pipe, registered, times, wire
+from .common import COORD, by_stride, pipe, registered, times, wire
 from .controller import Controller
 from .geometry import Geometry
 
@@ -153,16 +153,18 @@ class Compute:
         base in each tensor is counted alongside the counters (no multiplier: a register and
         one add per lane from a small table of ``f`` before the broadcast)."""
         t = s.pe_tile_max
-        rows = input_span(t["Y"], s.max_stride, t["R"])
-        cols = input_span(t["X"], s.max_stride, t["S"])
-        words = l1_words(t, s.max_stride)
+        words = {name: banks * rows for name, (banks, rows) in l1_shape(s).items()}
+        words["output"] = l1_words(t, s.max_stride)["output"]
         shape = {name: range(max(2, n)) for name, n in words.items()}
-        row_step = g.static(times(cols, g.stride_y)[:COORD], "rd_row_step", COORD)     # stride_y * cols
+        # (the pitches of the layer's L1 layout, configuration registers the host works out:
+        # hwgen.layout.config_registers)
+        row = g.cfg["l1_in_row"]
+        row_step = g.static(by_stride(row, g.stride_y, s.max_stride)[:COORD], "rd_row_step", COORD)
         # (at the counter that moves, the tensor's base moves by its stride there; the bases
         # of the levels outside it are kept to restart from; the levels inside restart)
         levels = {
-            "in": ("c", {"c": rows * cols, "y": row_step, "x": g.stride_x}),
-            "w": ("k", {"k": t["C"] * t["R"] * t["S"], "c": t["R"] * t["S"]}),
+            "in": ("c", {"c": g.cfg["l1_in_ch"], "y": row_step, "x": g.stride_x}),
+            "w": ("k", {"k": g.cfg["l1_w_k"], "c": g.rs}),
             "ps": ("k", {"k": t["Y"] * t["X"], "y": t["X"], "x": 1}),
         }
         base = {}
@@ -187,19 +189,25 @@ class Compute:
                     m.d.sync += [r.eq(0) for r in regs.values()]
         ps_addr = wire(m, base["ps"], "ps_addr", shape["output"])
         max_rs = t["R"] * t["S"]
+        # each filter position's offset in the input L1, (f // S) * row + f % S, a static
+        # register per position, so an operand's address is a register chosen by f plus the
+        # base: the row pitch's multiples and which S the layer has (registers), then a choice
+        # over the S values the design allows, plus a constant
+        row_times = [g.static(times(r, row)[:COORD], f"rd_row_x{r}", COORD) for r in range(t["R"])]
+        s_is = {sv: g.static(g.S == sv, f"rd_s_is{sv}", 1) for sv in range(1, t["S"] + 1)}
+        offsets = []
+        for v in range(max_rs):
+            value = Const(0, COORD)
+            for sv in range(1, t["S"] + 1):
+                if v // sv < t["R"]:
+                    value = Mux(s_is[sv], (row_times[v // sv] + v % sv)[:COORD], value)
+            offsets.append(g.static(value, f"rd_ofs_in_f{v}", COORD))
         rd_in, rd_w, on = [], [], []
         for lane in range(s.simd_lanes):
             f = wire(m, mac["f"] + lane, f"rd_f{lane}", COORD)
-            ofs_in = Signal(range(max(2, (t["R"] - 1) * cols + t["S"])), name=f"rd_ofs_in{lane}")
-            ofs_w = Signal(range(max(2, max_rs)), name=f"rd_ofs_w{lane}")
-            with m.Switch(g.S):       # (r, s) = divmod(f, S) for each S the design allows
-                for sv in range(1, t["S"] + 1):
-                    with m.Case(sv):
-                        m.d.comb += [ofs_in.eq(Array([Const(v // sv * cols + v % sv, ofs_in.shape())
-                                                      for v in range(max_rs)])[f]),
-                                     ofs_w.eq(Array([Const(v // sv * t["S"] + v % sv, ofs_w.shape())
-                                                     for v in range(max_rs)])[f])]
+            ofs_in = wire(m, Array(offsets)[f], f"rd_ofs_in{lane}", COORD)
             rd_in.append(wire(m, base["in"] + ofs_in, f"rd_in{lane}", shape["input"]))
-            rd_w.append(wire(m, base["w"] + ofs_w, f"rd_w{lane}", shape["weight"]))
+            # (the filter's words are consecutive in its L1: its position is the offset)
+            rd_w.append(wire(m, base["w"] + f, f"rd_w{lane}", shape["weight"]))
             on.append(f < rs)
         return rd_in, rd_w, wire(m, Cat(*on), "rd_on", s.simd_lanes), ps_addr

@@ -105,7 +105,10 @@ def emit_design(hw: Hardware, dataflow_for: Callable[[Layer], Dataflow], layers:
     """Generate the accelerator for ``layers[0]``'s dataflow on ``hw`` into ``out``, with the
     predicted cycles of every layer in the manifest; returns a one-line summary.  ``dataflow_spec`` (what
     the user gave: a library name, a file, directives) lets the host driver tile other layers."""
+    from costmodel.hwgen_preset.rules import l2_layout_words
+
     from . import ipfiles, regmap
+    from .layout import config_registers
     from amaranth.lib.wiring import In
 
     from .axi import AXIL_ADDR_BITS, axi_signature
@@ -121,7 +124,8 @@ def emit_design(hw: Hardware, dataflow_for: Callable[[Layer], Dataflow], layers:
             tiles = tiles_of(structure, dataflow_for(layer), layer)
             predicted.append({"layer": layer.name, "shape": layer.describe(), "runs": tiles.repeat,
                               "predicted_cycles_per_run": hwgen_cycles(structure, tiles),
-                              "config": tiles.as_dict()})
+                              "config": tiles.as_dict(), "registers": config_registers(structure, tiles),
+                              "l2_words": l2_layout_words(structure, tiles)})
         except AccelgenError as err:
             predicted.append({"layer": layer.name, "shape": layer.describe(), "refused": str(err)})
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -15,11 +15,18 @@ from costmodel.hwgen_preset.structure import HwStructure
 
 from .common import COORD, multiply, pipe, times, wire
 
-__all__ = ["CONFIG_REGS", "Desc", "Geometry"]
+__all__ = ["CONFIG_REGS", "WIDE_REGS", "WIDE_BITS", "Desc", "Geometry"]
 
 #: The run-time configuration registers, in bus order (``docs/timing.md``).
 CONFIG_REGS = ("K", "C", "Y", "X", "R", "S", "stride_y", "stride_x", "in_rows", "in_cols",
-               "t0_K", "t0_C", "t0_Y", "t0_X", "t1_K", "t1_C", "t1_Y", "t1_X")
+               "t0_K", "t0_C", "t0_Y", "t0_X", "t1_K", "t1_C", "t1_Y", "t1_X",
+               "in_sc", "in_sy", "in_sx", "in_run_row", "in_run_ch", "w_sk", "w_sc", "w_run_k",
+               "in_mode", "w_merge", "l1_in_row", "l1_in_ch", "l1_w_k")
+#: The configuration registers that hold L2 word counts (the layout's strides), wider than a
+#: coordinate (:data:`WIDE_BITS`); the host computes them with the others
+#: (:func:`hwgen.layout.config_registers`).
+WIDE_REGS = ("in_sc", "in_sy", "in_sx", "in_run_row", "in_run_ch", "w_sk", "w_sc", "w_run_k")
+WIDE_BITS = 24
 
 
 @dataclass(frozen=True)
@@ -52,7 +59,8 @@ class Geometry:
     def __init__(self, m: Module, s: HwStructure):
         self.m = m
         self.s = s
-        self.cfg = {name: Signal(COORD, name=f"cfg_{name}") for name in CONFIG_REGS}
+        self.cfg = {name: Signal(WIDE_BITS if name in WIDE_REGS else COORD, name=f"cfg_{name}")
+                    for name in CONFIG_REGS}
         self.D = {d: self.cfg[d] for d in LOOP_DIMS}
         self.T0 = {d: self.cfg[f"t0_{d}"] for d in LOOP_DIMS}
         self.T1 = {d: self.cfg[f"t1_{d}"] for d in LOOP_DIMS}
@@ -76,10 +84,9 @@ class Geometry:
         limits and the tile offsets (stages 1 and 2) from the cycle after the controller's
         start (4); the loader's strides and its multipliers' input registers of them (stage 5 at
         most: ``C * R * S`` is stage 4, a register of it 5) from the first shift (5); the compute engine's
-        (stage 3 at most) from the first ``go`` (7); the PEs' classes' first words (stage 8 at
-        most: the weights' unit step ``T * C * R * S`` is stage 6) from the cycle after the
-        first issue of a load (9 at the earliest), and their row offsets (stage 6 at most, and
-        a copy for each class of PEs) a cycle later (``docs/timing.md``)."""
+        (stage 3 at most) from the first ``go`` (7); where the classes' windows start and their
+        rows sit (stage 4 at most: ``u * T * stride * row``) from the cycle after the first issue
+        of a load (9 at the earliest) (``docs/timing.md``)."""
         value = Value.cast(expr)
         # (a kept register: synthesis would merge two statics of the same value, such as the
         # odometer's limit D - T0 and the drain's, into one register between both groups of

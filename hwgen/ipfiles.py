@@ -114,13 +114,8 @@ def c_example(layer: dict | None) -> str:
         sizes = {"input": 0, "weight": 0, "output": 0}
         shape = "no layer of the manifest fits this design"
     else:
-        c = layer["config"]
-        d = c["dims"]
-        config = {**{k: d[k] for k in "KCYXRS"}, "stride_y": c["stride_y"], "stride_x": c["stride_x"],
-                  "in_rows": c["in_rows"], "in_cols": c["in_cols"],
-                  **{f"t{lv}_{k}": c[f"t{lv}"][k] for lv in (0, 1) for k in "KCYX"}}
-        sizes = {"input": d["C"] * c["in_rows"] * c["in_cols"], "weight": d["K"] * d["C"] * d["R"] * d["S"],
-                 "output": d["K"] * d["Y"] * d["X"]}
+        config = dict(layer["registers"])
+        sizes = dict(layer["l2_words"])
         shape = f"{layer['layer']}: {layer['shape']}"
     assignments = "\n".join(f"    r->cfg_{name} = {config[name]}u;" for name in CONFIG_REGS)
     return f"""/* accelgen_example.c: run one layer on the accelerator from a soft core (bare metal).
@@ -134,8 +129,8 @@ def c_example(layer: dict | None) -> str:
 #define ACCELGEN_BASE 0x40000000u /* where the SoC maps s_axil */
 #endif
 
-#define INPUT_WORDS {sizes["input"]}u  /* int8, [C][rows][cols], padded */
-#define WEIGHT_WORDS {sizes["weight"]}u /* int8, [K][C][R][S] */
+#define INPUT_WORDS {sizes["input"]}u  /* int8, [C][rows][cols], padded, PE classes innermost (hwgen.layout.interleaved) */
+#define WEIGHT_WORDS {sizes["weight"]}u /* int8, [K][C][R][S], PE classes innermost */
 #define OUTPUT_WORDS {sizes["output"]}u /* int32, [K][Y][X] */
 
 static volatile {MAP_NAME}_t *const r = (volatile {MAP_NAME}_t *)ACCELGEN_BASE;

@@ -11,8 +11,9 @@ region    contents
 ========  =======================================================================
 0 ctrl    word 0: write 1 = start; 1: status (bit 0 busy, bit 1 done); 2: cycles
           (start to done); 16+i: configuration register ``CONFIG_REGS[i]``
-1 input   int8, layout ``[C][rows][cols]`` (padding and stride compaction done here)
-2 weight  int8, layout ``[K][C][R][S]``
+1 input   int8, ``[C][rows][cols]`` (padding and stride compaction done here) with the PEs'
+          classes innermost (:func:`interleaved`)
+2 weight  int8, ``[K][C][R][S]`` with the PEs' classes innermost
 3 output  int32, layout ``[K][Y'][X']``; the host clears it before ``start``
 ========  =======================================================================
 
@@ -28,14 +29,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from costmodel.base import AccelgenError
-from costmodel.hwgen_preset.rules import host_offset_bits
+from costmodel.hwgen_preset.rules import (host_offset_bits, ingress, input_mode, l1_pitches, l2_coefficients, padded_dim,
+                                          spread_tile, spread_units, weight_merged)
 from costmodel.hwgen_preset.structure import HwStructure, LayerTiles
 from costmodel.workload.layers import GEMM, Conv2D, Layer
 
 from .geometry import CONFIG_REGS
 from .hostbus import CTRL, REGION
 
-__all__ = ["Job", "make_job", "reference_output", "random_operands", "bus_address"]
+__all__ = ["Job", "make_job", "interleaved", "config_registers", "natural_layout", "reference_output", "random_operands", "bus_address"]
 
 
 def bus_address(region: str, offset: int, offset_bits: int = 20) -> int:
@@ -123,27 +125,20 @@ def _input_layout(layer: Conv2D, x: np.ndarray, tiles: LayerTiles) -> np.ndarray
     return xp
 
 
-def make_job(structure: HwStructure, tiles: LayerTiles, layer: Layer, a: np.ndarray, b: np.ndarray,
-             l2_words: dict[str, int]) -> Job:
-    """Lay out one layer's operands for the generated design; refuse what does not fit its L2."""
-    if tiles.repeat != 1:
-        raise AccelgenError(f"the layer runs {tiles.repeat} times (groups or batch); the driver runs "
-                            "one group / batch item at a time: give a layer with groups=1, N=1, batch=1",
-                            where=f"layer {layer.name!r}")
+def natural_layout(layer: Layer, tiles: LayerTiles, a: np.ndarray, b: np.ndarray):
+    """``(input [C][rows][cols], weight [K][C][R][S], expected outputs [K][Y'][X'] flattened)``
+    before the L2 layout interleaves the PEs' classes (:func:`interleaved`): the input padded
+    and compacted (:func:`_input_layout`); a GEMM as its 1x1 convolution."""
     if isinstance(layer, GEMM):
-        xin = a.T.reshape(layer.K, 1, layer.M)
-        w = b.T.reshape(layer.N, layer.K, 1, 1)
-        expected = (a @ b).T.reshape(-1)
-    else:
-        assert isinstance(layer, Conv2D)
-        xin = _input_layout(layer, a, tiles)
-        w = b
-        expected = reference_output(layer, a, b).reshape(-1)
-    sizes = {"input": xin.size, "weight": w.size, "output": expected.size}
-    for name, words in sizes.items():
-        if words > l2_words[name]:
-            raise AccelgenError(f"the layer's {name} needs {words} L2 words, the generated L2 holds "
-                                f"{l2_words[name]}", where=f"layer {layer.name!r}")
+        return a.T.reshape(layer.K, 1, layer.M), b.T.reshape(layer.N, layer.K, 1, 1), (a @ b).T.reshape(-1)
+    assert isinstance(layer, Conv2D)
+    return _input_layout(layer, a, tiles), b, reference_output(layer, a, b).reshape(-1)
+
+
+def config_registers(structure: HwStructure, tiles: LayerTiles) -> dict[str, int]:
+    """The configuration registers of one layer (:data:`hwgen.geometry.CONFIG_REGS`): its sizes,
+    strides and tiles, and what the host works out from them for the hardware (the L2 layout's
+    strides, how the loader sends each tensor's boxes, the PEs' L1 pitches)."""
     d = tiles.dims
     config = {"K": d["K"], "C": d["C"], "Y": d["Y"], "X": d["X"], "R": d["R"], "S": d["S"],
               "stride_y": tiles.stride_y, "stride_x": tiles.stride_x, "in_rows": tiles.in_rows,
@@ -151,5 +146,59 @@ def make_job(structure: HwStructure, tiles: LayerTiles, layer: Layer, a: np.ndar
     for dim in ("K", "C", "Y", "X"):
         config[f"t0_{dim}"] = tiles.t0[dim]
         config[f"t1_{dim}"] = tiles.t1[dim]
+    ci = l2_coefficients(structure, tiles, ingress(structure, "input"))
+    cw = l2_coefficients(structure, tiles, ingress(structure, "weight"))
+    pitch = l1_pitches(structure, tiles)
+    config.update({"in_sc": ci["C"], "in_sy": ci["Y"], "in_sx": ci["X"], "in_run_row": ci["run_Y"],
+                   "in_run_ch": ci["run_C"], "w_sk": cw["K"], "w_sc": cw["C"], "w_run_k": cw["run_K"],
+                   "in_mode": input_mode(structure, tiles), "w_merge": int(weight_merged(structure, tiles)),
+                   "l1_in_row": pitch["in_row"], "l1_in_ch": pitch["in_ch"], "l1_w_k": pitch["w_k"]})
+    return config
+
+
+def interleaved(s: HwStructure, tiles: LayerTiles, tensor: str, x: np.ndarray) -> np.ndarray:
+    """``x`` (input ``[C][rows][cols]`` or weight ``[K][C][R][S]``) as L2 holds it
+    (``docs/timing.md``, "Load"): along each dimension the tensor's ingress interleaves
+    (:func:`costmodel.hwgen_preset.rules.ingress`), the blocks of (units x tile) outermost (the
+    last padded with zeros), then the dimensions in their order with that dimension's index
+    within the unit's tile, then the class (the units, the level-0 one first) innermost."""
+    ing = ingress(s, tensor)
+    names = ("C", "Y", "X") if tensor == "input" else ("K", "C", "R", "S")
+    blocks, inner, units = [], [], []
+    for axis, d in enumerate(names):
+        size = x.shape[axis]
+        if d in ing.interleaved:
+            n, t = spread_units(s, d), spread_tile(s, tiles, d)
+            padded = padded_dim(s, tiles, d, ing)
+            x = np.pad(x, [(0, padded - size if a == axis else 0) for a in range(x.ndim)])
+            size = padded
+            split = (size // (n * t), n, t)
+        else:
+            split = (1, 1, size)
+        blocks.append(split[0])
+        units.append((0 if s.spatial[0] == d else 1, split[1]))
+        inner.append(split[2])
+    shape = [v for b, (_, n), t in zip(blocks, units, inner) for v in (b, n, t)]
+    k = len(names)
+    order = ([3 * a for a in range(k)] + [3 * a + 2 for a in range(k)]
+             + [3 * a + 1 for a in sorted(range(k), key=lambda a: units[a][0])])
+    return x.reshape(shape).transpose(order).reshape(-1)
+
+
+def make_job(structure: HwStructure, tiles: LayerTiles, layer: Layer, a: np.ndarray, b: np.ndarray,
+             l2_words: dict[str, int]) -> Job:
+    """Lay out one layer's operands for the generated design; refuse what does not fit its L2."""
+    if tiles.repeat != 1:
+        raise AccelgenError(f"the layer runs {tiles.repeat} times (groups or batch); the driver runs "
+                            "one group / batch item at a time: give a layer with groups=1, N=1, batch=1",
+                            where=f"layer {layer.name!r}")
+    xin, w, expected = natural_layout(layer, tiles, a, b)
+    xin, w = interleaved(structure, tiles, "input", xin), interleaved(structure, tiles, "weight", w)
+    sizes = {"input": xin.size, "weight": w.size, "output": expected.size}
+    for name, words in sizes.items():
+        if words > l2_words[name]:
+            raise AccelgenError(f"the layer's {name} needs {words} L2 words, the generated L2 holds "
+                                f"{l2_words[name]}", where=f"layer {layer.name!r}")
+    config = config_registers(structure, tiles)
     return Job(config, [int(v) for v in xin.reshape(-1)], [int(v) for v in w.reshape(-1)],
                int(expected.size), [int(v) for v in expected], host_offset_bits(l2_words))

@@ -1,20 +1,22 @@
-"""The loader and the multicast distribution NoC.  For a step that reloads a tensor, the loader
-walks that tensor's union box over all PEs (inputs first, then weights) as runs of consecutive L2
-addresses (:func:`costmodel.hwgen_preset.rules.input_runs` / ``weight_runs``: rows, or whole-width
-rows and whole filters merged into one run), ``W`` consecutive words a cycle read from the
-interleaved L2 banks.  Addresses are counted in registers, not multiplied or summed: each run
-starts one stride after the last.  Three cycles later (two register stages after the banks) the
-words are on the NoC's lanes with lane 0's L2 address, and every PE whose tile holds a word
-captures it in that cycle (:mod:`.pe`): the multicast, and the halo shared by overlapping
-windows."""
+"""The loader and the distribution NoC.  For a step that reloads a tensor, the loader walks
+that tensor's *class box* (``docs/timing.md``, "Load"; :func:`costmodel.hwgen_preset.rules.box_runs`)
+as runs of consecutive L2 addresses, inputs first, then weights.  L2 holds each tensor with the
+PEs' classes innermost (:func:`hwgen.layout.interleaved`), so a chunk of a run carries ``P``
+consecutive words of every class's tile (``P`` the PEs' banks for the tensor), or, with more
+classes than lanes, one word of ``W`` classes; every PE takes its words at lanes fixed when the
+hardware is generated and writes them into its L1 at the row the loader counts.  An input spread
+along ``X`` in overlapping windows goes as the union's rows, each PE aligning its window off the
+lanes (:mod:`.pe`).  Addresses are counted in registers, not multiplied: each run starts one
+stride after the last.  Three cycles after an issue the words are on the NoC's lanes with what
+the PEs need to write them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Array, Const, Module, Mux, Signal, Value
 
-from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING
+from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, Ingress, ingress, input_window_banks
 from costmodel.hwgen_preset.structure import HwStructure
 
 from .common import COORD, by_stride, registered, span, wire
@@ -22,202 +24,266 @@ from .controller import Controller, Product
 from .geometry import Geometry
 from .l2 import L2
 
-__all__ = ["Loader"]
+__all__ = ["Loader", "tensor_ingress"]
+
+
+def tensor_ingress(s: HwStructure) -> dict[str, Ingress]:
+    """The input's and the weight's :class:`Ingress` (the PEs' banks: a window's are its columns)."""
+    return {name: ingress(s, name) for name in ("input", "weight")}
+
+
+def _banks(s: HwStructure, ing: Ingress) -> int:
+    return input_window_banks(s) if ing.window_x else ing.per_pe
 
 
 @dataclass
 class Loader:
-    continues: Signal       # still busy next cycle (an issue is followed by its capture, four cycles later)
-    early_len: Signal       # the PEs' lanes register holds, two cycles later, words on lanes
-    #                         0 .. early_len-1 (a register; 0: none): lane_data holds them next cycle
-    early_weight: Signal    # ... of which tensor: 0 input, 1 weight
+    continues: Signal       # still busy next cycle (an issue is followed by its write, four cycles later)
     lane_data: Signal       # W words, lane j in bits [8j, 8j+8) (each PE registers them at its input)
-    issue_rel: Signal       # the issue's L2 address (lane 0's) from its box's first word, a cycle
-    #                         after the issue (two cycles before the lanes reach lane_data)
-    issue_rel_now: Signal   # ... in the issue's cycle (a register of the walk's)
-    in_base: Signal         # L2 address of the input box's first word (PE (0, 0)'s tile)
-    w_base: Signal          # ... of the weight box
-    strides: dict           # tensor -> loop dim -> L2 words between neighbouring positions along it
-    #                         (input C: in_rows * in_cols, Y: stride_y * in_cols, X: stride_x;
-    #                          weight K: C * R * S, C: R * S)
+    chunk: dict             # what the PEs are told with the lanes (registers of the same cycle):
+    #                         "valid", "weight" (0 input, 1 weight), "row" (the L1 row the chunk's
+    #                         words go to), "count" (words of each class's tile in it, 1 .. P),
+    #                         "phase" (with more classes than lanes: which W of them it carries)
+    chunk_early: dict       # ... a cycle before (a Y window's row and validity are worked out per class from it)
+    early_len: Signal       # a window's row: lanes 0 .. early_len-1 hold words, two cycles before lane_data
+    col: Signal             # a window's row: the chunk's first word's column in the row, a cycle after the issue
 
     @classmethod
     def build(cls, m: Module, s: HwStructure, g: Geometry, ctl: Controller, l2: L2, abits: int) -> "Loader":
         W = s.noc_words_per_cycle
         lg = (W - 1).bit_length()
         ld, sy, sx, R, S = ctl.ld, g.stride_y, g.stride_x, g.R, g.S
-        in_rows, in_cols, C = g.cfg["in_rows"], g.cfg["in_cols"], g.D["C"]
         A = abits
-        # (static registers, one multiplier deep: C * R * S is C times the R * S register; a
-        # product by a stride is a choice of constant multiples)
-        plane = g.static_product(in_rows, in_cols, "in_plane", A)
+        cfg = g.cfg
+        ing = tensor_ingress(s)
         rs = g.rs
-        crs = g.static_product(C, rs, "w_crs", A)
-        row_step = g.static(by_stride(in_cols, sy, s.max_stride)[:A], "in_row_step", A)
-        strides = {"input": {"C": plane, "Y": row_step, "X": sx}, "weight": {"K": crs, "C": rs}}
-
-        # The boxes of the step being loaded, registers ahead of the step in four stages
-        # (Controller.ahead): the unions' starts; their extents and the starts' products; the
-        # input spans, the bases and the products of the extents; the runs.
+        # The class boxes of the step being loaded, registers ahead of the step in four stages
+        # (Controller.ahead): the starts (and the input's in input rows and columns); the
+        # extents and the starts' products with the layout's coefficients; the spans, the bases
+        # and the products of the extents; the runs.
         unions = [g.union_stages(di) for di in range(4)]
+        tile = {d: (g.T0[d] if s.spatial[0] == d else g.T1[d]) for d in LOOP_DIMS}
 
         def starts(desc):
-            return {d: unions[di][0](desc) for di, d in enumerate(LOOP_DIMS)}
+            out = {d: unions[di][0](desc) for di, d in enumerate(LOOP_DIMS)}
+            out["in_y"] = by_stride(desc.start[2], sy, s.max_stride)[:A]
+            out["in_x"] = by_stride(desc.start[3], sx, s.max_stride)[:A]
+            return out
 
-        def product(p, d, key, f):
-            # (a registered multiplier whose output register is the stage's)
-            return Product(p[d][key], f, A)
+        # (the layout's coefficients are below the L2 region's size: A bits of them, so that on a
+        # small L2 each product is one multiplier block, 18 x 18 bits on an ECP5)
+        coef = {name: cfg[name][:A] for name in ("in_sc", "in_sy", "in_sx", "w_sk", "w_sc")}
 
         def extents(p):
             out = {d: unions[di][1](p[d]) for di, d in enumerate(LOOP_DIMS)}
-            out["prod"] = {"c": product(p, "C", "start", plane), "y": product(p, "Y", "start", row_step),
-                           "x": by_stride(p["X"]["start"], sx, s.max_stride)[:A],
-                           "k": product(p, "K", "start", crs), "cw": product(p, "C", "start", rs)}
+            out["prod"] = {"c": Product(p["C"]["start"], coef["in_sc"], A),
+                           "y": Product(p["in_y"], coef["in_sy"], A), "x": Product(p["in_x"], coef["in_sx"], A),
+                           "k": Product(p["K"]["start"], coef["w_sk"], A), "cw": Product(p["C"]["start"], coef["w_sc"], A)}
             return out
 
-        # rows * in_cols of a box of full rows = y_n * row_step + (R * in_cols - row_step): a
-        # product in the span stage and a sum in the box stage, not a product then choices
-        filter_rows = g.static_product(R, in_cols, "in_filter_rows", A)
-        rows_extra = g.static((filter_rows - row_step)[:A], "in_rows_extra", A)
+        def box_ext(p, name, d):
+            """The class box's extent along ``d``: the spread tile where the tensor interleaves
+            it (a static register), else the union's (PE (0, 0)'s, or a window's union)."""
+            return tile[d] if d in ing[name].interleaved else p[d]["ext"]
 
-        # Whether the input box spans whole rows (its columns are in_cols), and whole channels
-        # too: only when it spans every output column (row), and the layer's do reach the
-        # input's last column (row), since the span grows with the outputs; so the box stage
-        # reads two registers, not two comparisons with the configuration's wide fanout
-        whole = {d: g.static(g.static(span(g.D[d], st, f, s.max_stride)[:COORD], f"in_span_{d}") == n,
-                             f"in_whole_{d}")
-                 for d, st, f, n in (("Y", sy, R, in_rows), ("X", sx, S, in_cols))}
+        # (an interleaved X or Y holds its tile in a block: 1x1 filters, stride 1)
+        cols_w = tile["X"] if "X" in ing["input"].interleaved else cfg["in_cols"]
+        rows_w = tile["Y"] if "Y" in ing["input"].interleaved else cfg["in_rows"]
+        row_step = g.static(by_stride(cols_w, sy, s.max_stride)[:A], "in_row_step", A)
+        # rows * cols_w of a box of whole rows = y_n * row_step + (R * cols_w - row_step): a
+        # product in the span stage and a sum in the box stage
+        filter_rows = g.static_product(R, cols_w, "in_filter_rows", A)
+        rows_extra = g.static((filter_rows - row_step)[:A], "in_rows_extra", A)
+        plane_w = g.static_product(rows_w, cols_w, "in_plane_w", A)
+        c_w = tile["C"] if "C" in ing["weight"].interleaved else g.D["C"]
+        crs_w = g.static_product(c_w, rs, "w_crs_w", A)
+        # (a filter tile's words when K is interleaved: (T_K * C_w) * R * S, two multipliers deep,
+        # not T_K * (C_w * R * S), three: a static register is ready by its readers' first cycle)
+        k_crs = (g.static_product(g.static_product(tile["K"], c_w, "w_kc", A), rs, "w_k_crs_static", A)
+                 if "K" in ing["weight"].interleaved else None)
+        mode = {k: g.static(cfg["in_mode"] == k, f"in_mode{k}", 1) for k in (1, 2)}
+        w_merge = g.static(cfg["w_merge"][0], "w_merge_r", 1)
+
+        # What a chunk takes of a run, per tensor (constants of the structure): the address step,
+        # the run's words it takes (of a class's tile, or of a window's row), and how many
+        # chunks a word's classes take.
+        def chunking(i: Ingress):
+            if i.window_x:
+                return {"step": W, "take": W, "phases": 1}
+            if i.classes > W:
+                assert i.classes % W == 0, "more classes than lanes: a multiple of them (structure check)"
+                return {"step": W, "take": 1, "phases": i.classes // W}
+            return {"step": i.per_pe * i.classes, "take": i.per_pe, "phases": 1}
+        chunk_of = {name: chunking(i) for name, i in ing.items()}
+        max_phases = max(c["phases"] for c in chunk_of.values())
+
+        def product_or_static(a, b, static_a: bool, name: str):
+            return g.static_product(a, b, name, A) if static_a else Product(a, b, A)
 
         def spans(p):
-            k_n, c_n, y_n, x_n = (p[d]["ext"] for d in LOOP_DIMS)
             pr = p["prod"]
-            return {"k_n": k_n, "c_n": c_n, "y_rows": product(p, "Y", "ext", row_step),
-                    "rows": span(y_n, sy, R, s.max_stride)[:COORD],      # rows x cols of c_n channels
-                    "cols": span(x_n, sx, S, s.max_stride)[:COORD],      # from (c_s, y_s * sy, x_s * sx)
+            c_in, y_n, x_n = (box_ext(p, "input", d) for d in ("C", "Y", "X"))
+            k_w, c_w = (box_ext(p, "weight", d) for d in ("K", "C"))
+            return {"c_in": c_in, "k_w": k_w,
+                    "rows": span(y_n, sy, R, s.max_stride)[:COORD], "cols": span(x_n, sx, S, s.max_stride)[:COORD],
+                    "y_rows": product_or_static(y_n, row_step, "Y" in ing["input"].interleaved, "in_y_rows"),
+                    "c_plane": product_or_static(c_in, plane_w, "C" in ing["input"].interleaved, "in_c_plane"),
+                    "k_crs": k_crs if k_crs is not None else Product(k_w, crs_w, A),
+                    "c_rs": product_or_static(c_w, rs, "C" in ing["weight"].interleaved, "w_c_rs"),
                     "in_base": (pr["c"] + pr["y"] + pr["x"])[:A], "w_base": (pr["k"] + pr["cw"])[:A],
-                    "c_plane": product(p, "C", "ext", plane), "k_crs": product(p, "K", "ext", crs),
-                    "c_rs": product(p, "C", "ext", rs),
-                    "w_full": c_n == C,
-                    "full_cols": (x_n == g.D["X"]) & whole["X"], "full_rows": (y_n == g.D["Y"]) & whole["Y"]}
+                    "in_phases": phases(p, "input"), "w_phases": phases(p, "weight")}
+
+        def phases(p, name):
+            """The chunks a word takes in the step (rules.active_phases): with more classes than
+            lanes and one interleaved dimension, 1 + how many multiples of W tiles its union
+            passes (comparisons with static registers, no division)."""
+            i, n = ing[name], chunk_of[name]["phases"]
+            if n == 1 or len(i.interleaved) != 1:
+                return Const(n, range(max_phases + 1))
+            d = i.interleaved[0]
+            lv = s.spatial.index(d)
+            over = [p[d]["ext"] > g.scaled(lv, d, k * W) for k in range(1, n)]
+            return (1 + sum(Value.cast(o) for o in over))[:len(Const(max_phases, range(max_phases + 1)))]
 
         def boxes(p):
-            full_cols = p["full_cols"]
-            full = full_cols & p["full_rows"]
-            in_box = {"base": p["in_base"], "n_outer": Mux(full, 1, p["c_n"]), "outer_stride": plane,
-                      "n_inner": Mux(full_cols, 1, p["rows"]), "inner_stride": in_cols,
-                      "run": Mux(full, p["c_plane"], Mux(full_cols, p["y_rows"] + rows_extra, p["cols"]))}
-            # the weight box: k_n filters x c_n channels x R x S from (k_s, c_s)
-            w_box = {"base": p["w_base"], "n_outer": Mux(p["w_full"], 1, p["k_n"]),
-                     "outer_stride": crs, "n_inner": Const(1, COORD), "inner_stride": Const(0, A),
-                     "run": Mux(p["w_full"], p["k_crs"], p["c_rs"])}
+            # runs are counted in words of a class's tile (L2 holds `classes` times as many)
+            m1, m2 = mode[1], mode[2]
+            in_box = {"base": p["in_base"], "n_outer": Mux(m2, 1, p["c_in"]), "n_inner": Mux(m1 | m2, 1, p["rows"]),
+                      "run": Mux(m2, p["c_plane"], Mux(m1, p["y_rows"] + rows_extra, p["cols"]))}
+            w_box = {"base": p["w_base"], "n_outer": Mux(w_merge, 1, p["k_w"]), "n_inner": Const(1, COORD),
+                     "run": Mux(w_merge, p["k_crs"], p["c_rs"])}
+            for box, name, key in ((in_box, "input", "in_phases"), (w_box, "weight", "w_phases")):
+                c = chunk_of[name]
+                box["phases"] = p[key]
+                # (the address after a word's last chunk: past the chunks of the classes left out)
+                box["wrap"] = (Array([Const((c["phases"] + 1 - q) * W, A) for q in range(max_phases + 1)])[p[key]]
+                               if c["phases"] > 1 else Const(c["step"], A))
             return {f"{t}_{k}": Value.cast(box[k])[:n] for t, box in zip(("in", "w"), (in_box, w_box))
                     for k, n in widths.items()}
 
-        widths = {"base": A, "n_outer": COORD, "outer_stride": A, "n_inner": COORD, "inner_stride": A, "run": A}
+        widths = {"base": A, "n_outer": COORD, "n_inner": COORD, "run": A, "phases": len(Const(max_phases, range(max_phases + 1))),
+                  "wrap": A}
         both = ctl.ahead(m, "ld", "box", starts, extents, spans, boxes)
         in_box = {k: both[f"in_{k}"] for k in widths}
         w_box = {k: both[f"w_{k}"] for k in widths}
-        in_base, w_base = in_box["base"], w_box["base"]
+        # the runs' strides: in L2 words (the layout's), and in rows of the PEs' L1 banks
+        l1_shift = {name: (_banks(s, i) - 1).bit_length() for name, i in ing.items()}
+        in_box.update(outer_stride=cfg["in_run_ch"][:A], inner_stride=cfg["in_run_row"][:A],
+                      outer_row=g.static(cfg["l1_in_ch"] >> l1_shift["input"], "l1_in_ch_rows", COORD),
+                      inner_row=g.static(cfg["l1_in_row"] >> l1_shift["input"], "l1_in_row_rows", COORD))
+        w_box.update(outer_stride=cfg["w_run_k"][:A], inner_stride=Const(0, A),
+                     outer_row=g.static(cfg["l1_w_k"] >> l1_shift["weight"], "l1_w_k_rows", COORD),
+                     inner_row=Const(0, COORD))
+
         l_tail = Signal(name="l_tail")
         l_active = Signal(name="l_active")
         l_weight = Signal(name="l_weight")
-        # The walk, counted in registers: the chunk's L2 address and its offset from the box's
-        # first word, the same for the first word of its run and of its outer run, the words
-        # left in the run, and the inner and outer runs left.  They take the step's first box at
-        # ``go`` (a cycle before the first issue: the boxes' registers and ``go``'s wide fanout
-        # stay off the issue's paths), so an issue's address is a register, not a sum.
-        a_r, rel_r, run_a_r, run_rel_r, out_a_r, out_rel_r, rem_r = (
-            Signal(A, name=n) for n in ("l2_addr", "l2_rel", "l_run_addr", "l_run_rel", "l_out_addr",
-                                        "l_out_rel", "remaining"))
+        # The walk, counted in registers: the chunk's L2 address, the same for the first word of
+        # its run and of its outer run, the L1 row likewise, the words left in the run, the
+        # phase, the chunk's column in the run, and the inner and outer runs left.  They take the
+        # step's first box at ``go`` (a cycle before the first issue), so an issue's address is
+        # a register, not a sum.
+        a_r, run_a_r, out_a_r, rem_r = (Signal(A, name=n) for n in ("l2_addr", "l_run_addr", "l_out_addr", "remaining"))
+        row_r, run_row_r, out_row_r = (Signal(COORD, name=n) for n in ("l1_row", "l_run_row", "l_out_row"))
+        col_r = Signal(A, name="l_col")
+        y_r = Signal(COORD, name="l_y")             # the run's row of the union in its channel (a Y window's)
+        ph_r = Signal(range(max(2, max_phases)), name="l_phase")
         il_r, ol_r = Signal(COORD, name="l_inner_left"), Signal(COORD, name="l_outer_left")
-        box = {k: wire(m, Mux(l_weight, w_box[k], in_box[k])[:n], f"box_{k}", n) for k, n in widths.items()}
+        box = {k: wire(m, Mux(l_weight, w_box[k], in_box[k])[:len(in_box[k])], f"box_{k}")
+               for k in ("base", "n_outer", "n_inner", "run", "outer_stride", "inner_stride", "outer_row", "inner_row",
+                         "phases", "wrap")}
         issuing = wire(m, l_active & ~l_tail, "issuing")
-        addr, rel, remaining = a_r, rel_r, rem_r
-        length = wire(m, Mux(remaining < W, remaining, W), "length", 8)
-        hi = addr >> lg
+        # (a window's row is one run, written into one L1 row)
+        in_window = wire(m, ~l_weight if ing["input"].window_x else Const(0, 1), "l_in_window")
+        step = wire(m, Mux(l_weight, chunk_of["weight"]["step"], chunk_of["input"]["step"]), "l_step", range(W + 1))
+        take = wire(m, Mux(l_weight, chunk_of["weight"]["take"], chunk_of["input"]["take"]), "l_take", range(W + 1))
+        take2 = wire(m, Mux(l_weight, 2 * chunk_of["weight"]["take"], 2 * chunk_of["input"]["take"]), "l_take2",
+                     range(2 * W + 1))
+        last_phase = wire(m, box["phases"] - 1 == ph_r, "l_last_phase")
+        hi = a_r >> lg
         for b in range(W):
             # bank b serves lane (b - addr) mod W: the word at addr + that, in row hi or hi + 1
-            # (the last bank's word is never in the next row)
-            row = wire(m, (hi + (b < addr[:lg]))[:A] if b < W - 1 else hi, f"bank{b}_row", A)
+            row = wire(m, (hi + (b < a_r[:lg]))[:A] if b < W - 1 else hi, f"bank{b}_row", A)
             for ports in (l2.inputs, l2.weights):
                 rd = ports[b][0]
                 m.d.comb += [rd.addr.eq(row), rd.en.eq(1)]
         # where the walk is (the run's last chunk; the last inner run; the last outer run),
-        # registers worked out as the counters move: they decide the next address
+        # registers worked out as the counters move, and which way it goes after this issue
         last_chunk, il_zero, ol_zero = (Signal(name=n) for n in ("last_chunk", "l_inner_zero", "l_outer_zero"))
-        # and which way the walk goes after this issue, decoded from them as they are worked out
-        # (one of: the next chunk, run, outer run, or the box's end), so each register's enable
-        # is a register or two
         next_run, next_outer, box_end = (Signal(name=n) for n in ("l_next_run", "l_next_outer", "l_box_end"))
 
-        def restart(a, r, rem, il, ol, last, il0, ol0):
-            return [a_r.eq(a), rel_r.eq(r), rem_r.eq(rem), il_r.eq(il), ol_r.eq(ol),
+        def restart(a, rem, row, il, ol, last, il0, ol0, y=0):
+            return [a_r.eq(a), rem_r.eq(rem), row_r.eq(row), ph_r.eq(0), col_r.eq(0), il_r.eq(il), ol_r.eq(ol), y_r.eq(y),
                     last_chunk.eq(last), il_zero.eq(il0), ol_zero.eq(ol0),
                     next_run.eq(last & ~il0), next_outer.eq(last & il0 & ~ol0), box_end.eq(last & il0 & ol0)]
 
-        # whether a box's run fits one chunk, and it has one inner (outer) run: worked out at
-        # ``go`` from its registers for its first run, and registered then for the runs after
-        # it (the box's registers hold still until the load ends), so the walk's next run reads
-        # a choice of registers, not the boxes' choice and then a comparison
-        def flags(bx):
-            return bx["run"] <= W, bx["n_inner"] == 1, bx["n_outer"] == 1
+        # whether a run is one chunk (its words fit one chunk and, with more classes than lanes,
+        # there is one phase), and the box has one inner (outer) run: worked out at ``go`` for
+        # its first run, registered for the runs after it
+        def flags(bx, name):
+            one_chunk = (bx["run"] <= chunk_of[name]["take"]) & (bx["phases"] == 1)
+            return one_chunk, bx["n_inner"] == 1, bx["n_outer"] == 1
 
-        kept = {name: [registered(m, f, f"{name}_{k}") for f, k in zip(flags(bx), ("fits", "one_inner", "one_outer"))]
-                for name, bx in (("l_in", in_box), ("l_w", w_box))}
+        kept = {name: [registered(m, f, f"{name}_{k}") for f, k in zip(flags(bx, t), ("fits", "one_inner", "one_outer"))]
+                for name, t, bx in (("l_in", "input", in_box), ("l_w", "weight", w_box))}
         fits, one_inner, _ = (Mux(l_weight, w, i) for w, i in zip(kept["l_w"], kept["l_in"]))
 
-        def first(bx, name, now=False):
-            last, il0, ol0 = flags(bx) if now else kept[name]
-            return restart(bx["base"], 0, bx["run"], bx["n_inner"] - 1, bx["n_outer"] - 1, last, il0, ol0) + [
-                run_a_r.eq(bx["base"]), run_rel_r.eq(0), out_a_r.eq(bx["base"]), out_rel_r.eq(0)]
-        starts = ctl.go_load
-        # (exactly one of the run's next chunk, the next run, the next outer run and the box's
-        # end is next, so each is an If of its own, not a choice after the others: a register's
-        # enable is then a few registers; ``starts`` (the loader idle) comes last, and wins)
+        def first(bx, name, tensor, now=False):
+            last, il0, ol0 = flags(bx, tensor) if now else kept[name]
+            return restart(bx["base"], bx["run"], 0, bx["n_inner"] - 1, bx["n_outer"] - 1, last, il0, ol0) + [
+                run_a_r.eq(bx["base"]), out_a_r.eq(bx["base"]), run_row_r.eq(0), out_row_r.eq(0)]
+        starts_load = ctl.go_load
         to_weights = wire(m, ~l_weight & ld.ld_w, "l_to_weights")
-        with m.If(issuing & ~last_chunk):           # the run's next chunk
-            m.d.sync += restart(addr + W, rel + W, remaining - W, il_r, ol_r, remaining <= 2 * W, il_zero, ol_zero)
+        # the run's next chunk: the next phase of the word, or the next words
+        with m.If(issuing & ~last_chunk):
+            more = wire(m, ~last_phase, "l_more_phases")
+            rem_next = wire(m, Mux(more, rem_r, rem_r - take), "l_rem_next", A)
+            m.d.sync += [a_r.eq(a_r + Mux(more, step, box["wrap"])), col_r.eq(col_r + W), rem_r.eq(rem_next),
+                         ph_r.eq(Mux(more, ph_r + 1, 0)), row_r.eq(Mux(more | in_window, row_r, row_r + 1))]
+            # whether the next chunk is the run's last: the word's last phase of the run's last
+            # words (compared before the subtraction: rem - take <= take is rem <= 2 take)
+            last_next = Mux(more, (rem_r <= take) & (ph_r + 2 == box["phases"]),
+                            (rem_r <= take2) & (box["phases"] == 1))
+            m.d.sync += [last_chunk.eq(last_next), next_run.eq(last_next & ~il_zero),
+                         next_outer.eq(last_next & il_zero & ~ol_zero), box_end.eq(last_next & il_zero & ol_zero)]
         with m.If(issuing & next_run):              # the next run
-            nxt_a, nxt_rel = run_a_r + box["inner_stride"], run_rel_r + box["inner_stride"]
-            m.d.sync += restart(nxt_a, nxt_rel, box["run"], il_r - 1, ol_r, fits, il_r == 1, ol_zero)
-            m.d.sync += [run_a_r.eq(nxt_a), run_rel_r.eq(nxt_rel)]
+            nxt_a, nxt_row = run_a_r + box["inner_stride"], run_row_r + box["inner_row"]
+            m.d.sync += restart(nxt_a, box["run"], nxt_row, il_r - 1, ol_r, fits, il_r == 1, ol_zero, y_r + 1)
+            m.d.sync += [run_a_r.eq(nxt_a), run_row_r.eq(nxt_row)]
         with m.If(issuing & next_outer):            # the next outer run
-            nxt_a, nxt_rel = out_a_r + box["outer_stride"], out_rel_r + box["outer_stride"]
-            m.d.sync += restart(nxt_a, nxt_rel, box["run"], box["n_inner"] - 1, ol_r - 1, fits, one_inner, ol_r == 1)
-            m.d.sync += [run_a_r.eq(nxt_a), run_rel_r.eq(nxt_rel), out_a_r.eq(nxt_a), out_rel_r.eq(nxt_rel)]
+            nxt_a, nxt_row = out_a_r + box["outer_stride"], out_row_r + box["outer_row"]
+            m.d.sync += restart(nxt_a, box["run"], nxt_row, box["n_inner"] - 1, ol_r - 1, fits, one_inner, ol_r == 1)
+            m.d.sync += [run_a_r.eq(nxt_a), out_a_r.eq(nxt_a), run_row_r.eq(nxt_row), out_row_r.eq(nxt_row)]
         with m.If(issuing & box_end & to_weights):  # the weight box next
-            m.d.sync += first(w_box, "l_w") + [l_weight.eq(1)]
+            m.d.sync += first(w_box, "l_w", "weight") + [l_weight.eq(1)]
         with m.If(issuing & box_end & ~to_weights):     # the end
             m.d.sync += [l_tail.eq(1), l_weight.eq(0)]
         with m.If(l_tail):
             m.d.sync += [l_tail.eq(0), l_active.eq(0)]
-        with m.If(starts):                          # the step's first box: inputs, else weights
+        with m.If(starts_load):                     # the step's first box: inputs, else weights
             m.d.sync += [l_active.eq(1), l_weight.eq(~ld.ld_in)]
             with m.If(ld.ld_in):
-                m.d.sync += first(in_box, "l_in", now=True)
+                m.d.sync += first(in_box, "l_in", "input", now=True)
             with m.Else():
-                m.d.sync += first(w_box, "l_w", now=True)
-        cur_weight = l_weight
-        # The NoC lanes, three cycles after the issue, in register stages: the L2
-        # banks' words (the banks' read latency, then a register of both tensors'); the words
-        # of the tensor on the bus rotated to lanes (lane j carries lane 0's address + j) in a
-        # register; the lanes
-        # broadcast to the PEs, each of which registers them at its input and captures them
-        # the cycle after: the broadcast's wires run from register to register.
+                m.d.sync += first(w_box, "l_w", "weight", now=True)
+        # The NoC lanes, three cycles after the issue, in register stages: the L2 banks' words
+        # (the banks' read latency, then a register of both tensors'); the words of the tensor
+        # on the bus rotated to lanes (lane j carries the issue's address + j) in a register;
+        # the lanes broadcast to the PEs, each of which registers them at its input and writes
+        # its words into its L1 the cycle after: the broadcast's wires run from register to
+        # register.  What the PEs need to write them comes with the lanes, registered alike.
         assert TIMING.load_latency_cycles == 5, "a cycle to take the box, then four register stages (hwgen/loader.py)"
-        # (what the lanes carry is told to the PEs two cycles before they capture them, which
-        # register it as they do the lanes: how many, which tensor; the issue's offset two
-        # cycles after the issue, hwgen/pe.py)
-        issued, count = Signal(name="lane_valid_d1"), Signal(8, name="lane_count_d1")
-        weights = [Signal(name=f"lane_weight_d{k}") for k in (1, 2)]
+        window = ing["input"].window_x
+        count = wire(m, Mux(rem_r < take, rem_r, take), "l_count", range(W + 1))     # (a window's: its lanes)
+        now = {"valid": issuing, "weight": l_weight, "row": row_r, "count": count, "phase": ph_r, "y": y_r}
+        delayed = [now]
+        for k in (1, 2, 3):
+            delayed.append({key: registered(m, v, f"lane_{key}_d{k}") for key, v in delayed[-1].items()})
+        early_len = registered(m, Mux(delayed[1]["valid"] & ~delayed[1]["weight"], delayed[1]["count"], 0),
+                               "lane_len_d2", 8) if window else Const(0, 8)
+        col = registered(m, col_r, "l_col_d1", A)
         addrs = [Signal(A, name=f"lane_addr_d{k}") for k in (1, 2)]
-        m.d.sync += [issued.eq(issuing), count.eq(length), weights[0].eq(cur_weight), weights[1].eq(weights[0]),
-                     addrs[0].eq(addr), addrs[1].eq(addrs[0])]
-        early_len = registered(m, Mux(issued, count, 0), "lane_len_d2", 8)
-        issued_d2 = registered(m, issued, "lane_valid_d2")
-        issue_rel = registered(m, rel, "l_issue_rel_d1", A)
-        # (both tensors' banks are registered as they come out of the RAMs, whose read is the
-        # slow part of the cycle; the tensor is chosen with the rotation)
+        m.d.sync += [addrs[0].eq(a_r), addrs[1].eq(addrs[0])]
         banked = {name: Signal(8 * W, name=f"noc_banked_{name}") for name in ("input", "weight")}
         for b in range(W):
             m.d.sync += [banked["input"][8 * b: 8 * b + 8].eq(l2.inputs[b][0].data),
@@ -226,10 +292,11 @@ class Loader:
         for j in range(W):
             bank = (addrs[1][:lg] + j)[:lg] if lg else 0
             words = {name: bits.word_select(bank, 8) if W > 1 else bits for name, bits in banked.items()}
-            m.d.sync += lane_data[8 * j: 8 * j + 8].eq(Mux(weights[1], words["weight"], words["input"]))
+            m.d.sync += lane_data[8 * j: 8 * j + 8].eq(Mux(delayed[2]["weight"], words["weight"], words["input"]))
         # Busy next cycle, a register: a box taken at the next go (the shift now), an issue
         # next cycle (one now that is not the last, or the box taken now), or one in flight
         last_issue = wire(m, box_end & (l_weight | ~ld.ld_w), "l_last_issue")
-        issuing_next = starts | (issuing & ~last_issue)
-        continues = registered(m, ctl.go_next["load"] | issuing_next | issuing | issued | issued_d2, "l_continues")
-        return cls(continues, early_len, weights[1], lane_data, issue_rel, rel, in_base, w_base, strides)
+        issuing_next = starts_load | (issuing & ~last_issue)
+        continues = registered(m, ctl.go_next["load"] | issuing_next | issuing | delayed[1]["valid"]
+                               | delayed[2]["valid"], "l_continues")
+        return cls(continues, lane_data, delayed[3], delayed[2], early_len, col)

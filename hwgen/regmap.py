@@ -47,6 +47,16 @@ _CONFIG_DESC = {
     "X": "output columns (GEMM: M)", "R": "filter rows", "S": "filter columns",
     "stride_y": "row stride as laid out in L2", "stride_x": "column stride as laid out in L2",
     "in_rows": "input rows in L2 (padded)", "in_cols": "input columns in L2 (padded)",
+    "in_sc": "L2 words an input box moves per channel of its start (the layout's, worked out by the host)",
+    "in_sy": "L2 words an input box moves per input row of its start",
+    "in_sx": "L2 words an input box moves per input column of its start",
+    "in_run_row": "L2 words between an input box's rows", "in_run_ch": "L2 words between an input box's channels",
+    "w_sk": "L2 words a weight box moves per filter of its start",
+    "w_sc": "L2 words a weight box moves per channel of its start", "w_run_k": "L2 words between a weight box's filters",
+    "in_mode": "input runs: 0 a row, 1 a channel, 2 the whole box",
+    "w_merge": "weight runs: 0 a filter, 1 the whole box",
+    "l1_in_row": "words between input rows in a PE's L1", "l1_in_ch": "words between input channels in a PE's L1",
+    "l1_w_k": "words between filters in a PE's L1",
 }
 
 

@@ -39,24 +39,26 @@ def test_rtl_matrix(sim, dataflow, array_name):
     _check(rows)
 
 
-#: A NoC wide enough that the PEs align their rows off the lanes with logarithmic shifters (the
-#: matrix's arrays, 2 and 4 words wide, use a mux per word), as on `small` and the 256-PE array:
-#: `kcp`'s PEs take the shifters' first stages before their register of the lanes, `xp(k_tile=2)`'s
-#: (eight aligners) after it (hwgen.pe.early_words).
+#: A NoC wider than the classes of `kcp`'s tensors on 8 PEs, so its PEs take two words of each
+#: chunk into two banks, and wide enough that `xp`'s PEs align their windows with logarithmic
+#: shifters (the matrix's arrays, 2 and 4 words wide, give `kcp` more classes than lanes, and
+#: `xp` a mux per word).
 WIDE = "tiny8-w16"
 
 
 @pytest.mark.parametrize("sim", simenv.SIMULATORS)
-@pytest.mark.parametrize("dataflow,early", [("kcp", True), ("xp(k_tile=2)", False)])
-def test_rtl_wide_noc(sim, dataflow, early):
+@pytest.mark.parametrize("dataflow", ["kcp", "xp(k_tile=2)"])
+def test_rtl_wide_noc(sim, dataflow):
     simenv.require_simulator(sim)
     hw = matrix.array(WIDE)
     todo = matrix.layers(dataflow)
     s = hwgen_structure(resolve_dataflow(matrix.dataflow_spec(dataflow), todo[0], hw), todo[0], hw, fit=todo)
-    pe = PE(s.pe_tile_max, s.max_stride, s.noc_words_per_cycle, s.simd_lanes)
+    pe = PE(s)
     pe._MustUse__silence = True             # (only its geometry is read here)
-    assert any(shifts_rows(s.noc_words_per_cycle, n) for n in pe.shifter_lengths())
-    assert pe.early_windows == early
+    if pe.window:
+        assert shifts_rows(s.noc_words_per_cycle, pe.in_cols)
+    else:
+        assert min(banks for banks, _ in pe.shape.values()) > 1
     extra = matrix.random_layers(dataflow, seed=zlib.crc32(f"{dataflow}-{WIDE}".encode()), count=2)
     rows = matrix.run_case(dataflow, WIDE, sim, extra)
     assert len(rows) == len(todo) + len(extra)

@@ -105,11 +105,11 @@ def write_report(rows: list[dict], eff: list[dict], out: Path) -> None:
         "Reading the efficiency table: with the template tiles the model picks, `kcp`, `cp`, `xp` and the GEMM "
         "(`nmk`) keep the 64 PEs of `small` busy: each PE's tile holds a whole output row (or, for `xp`, a C "
         "tile inside the output tile), so a step's MACs outlast its loads; whole filters and whole-width input "
-        "rows load as single runs of the NoC, and the MAC pipeline's tail overlaps the next step. `cp` on the "
-        "1x1 layer is held back by the input rows: each PE takes one channel, and L2 keeps "
-        "inputs channel-first, so every channel's row is a run of its own and the ingress, not the MACs, sets "
-        "the pace at any NoC width (`-` in the last column). The `tiny` rows use the library defaults; "
-        "with those small tiles `kcp`, `cp` and `nmk` stay ingress-bound on `tiny8` at any NoC width.",
+        "rows load as single runs of the NoC, L2 holds each tensor with the PEs' classes innermost so that one "
+        "chunk feeds many PEs (`cp` on the 1x1 layer: a chunk carries a word of the row for each of the 64 "
+        "PEs' channels), and the MAC pipeline's tail overlaps the next step. The `tiny` rows use the library "
+        "defaults; with those small tiles `cp` and `nmk` stay ingress-bound on `tiny8` at any NoC width "
+        "(`-`: a PE takes at most 4 words of a chunk, and every load pays its latency).",
         "",
     ]
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -26,6 +26,7 @@ from costmodel.hwgen_preset.structure import structure_of, tiles_of
 from costmodel.hwgen_preset.walk import _extent, reference_summary, steps
 from costmodel.workload.layers import GEMM, Conv2D
 from costmodel.workload.yaml_io import parse_layer_spec
+from hwgen.layout import natural_layout
 from sim_tests.driver import make_job, random_operands, reference_output
 from sim_tests.matrix import ARRAYS, DATAFLOWS, array, dataflow_spec, layers
 
@@ -39,11 +40,9 @@ def schedule_numerics(layer, dataflow: str, hw):
     s = hwgen_structure(df, layer, hw, fit=[layer])
     t = tiles_of(s, df, layer)
     a, b = random_operands(layer, seed=1)
-    job = make_job(s, t, layer, a, b, {"input": 10**6, "weight": 10**6, "output": 10**6})
+    x, w, expected = natural_layout(layer, t, a, b)
     K, C, Y, X = (t.dims[d] for d in LOOP_DIMS)
     R, S, sy, sx = t.dims["R"], t.dims["S"], t.stride_y, t.stride_x
-    x = np.array(job.input_words).reshape(C, t.in_rows, t.in_cols)
-    w = np.array(job.weight_words).reshape(K, C, R, S)
     out = np.zeros((K, Y, X), dtype=np.int64)
     count = np.zeros((K, C, Y, X), dtype=np.int64)
     for step in steps(s, t):
@@ -58,7 +57,7 @@ def schedule_numerics(layer, dataflow: str, hw):
                     for xx in range(x0, x0 + xn):
                         patch = x[c0:c0 + cn, yy * sy: yy * sy + R, xx * sx: xx * sx + S]
                         out[k0:k0 + kn, yy, xx] += np.einsum("kcrs,crs->k", w[k0:k0 + kn, c0:c0 + cn], patch)
-    return out.reshape(-1), np.array(job.expected), count
+    return out.reshape(-1), np.array(expected), count
 
 
 CASES = [(df, arr, spec) for df in DATAFLOWS for arr in ARRAYS for spec in DATAFLOWS[df]]

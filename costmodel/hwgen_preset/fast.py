@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .rules import (LOOP_DIMS, TENSOR_LOOP_DIMS, TIMING, TimingConstants, check_timing, drain_latency, drain_runs, input_runs,
-                    input_span, load_issue_cycles, slot_cycles, weight_runs)
+from .rules import (LOOP_DIMS, TENSOR_LOOP_DIMS, TIMING, TimingConstants, check_timing, drain_latency, drain_runs,
+                    ingress, input_span, slot_cycles, tensor_load)
 from .structure import HwStructure, LayerTiles
 
 __all__ = ["fast_summary", "hwgen_cycles"]
@@ -84,6 +84,7 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
     per0 = max(1, _CHUNK_STEPS // inner)
     L_all, C_all, Dr_all, Wd_all, Ch_all = [], [], [], [], []
     units = {d: (s.n0 if s.spatial[0] == d else s.n1) for d in LOOP_DIMS if d in s.spatial}
+    ing = {name: ingress(s, name) for name in ("input", "weight")}
     tiles = {d: (t.t0[d] if s.spatial[0] == d else t.t1[d]) for d in units}
     for first in range(0, n0, per0):
         B0, R1 = _positions(s, t, first, min(n0, first + per0), loops0, counts0)
@@ -107,11 +108,8 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
             head = np.array([True if prev_keys is None else bool(np.any(prev_keys[name] != k[:, 0]))])
             changed[name] = np.concatenate((head, diff))
         prev_keys = {name: k[:, -1] for name, k in keys.items()}
-        in_box = union["C"] * input_span(union["Y"], sy, R) * input_span(union["X"], sx, S)
-        in_load = load_issue_cycles(*input_runs(union["C"], input_span(union["Y"], sy, R),
-                                                input_span(union["X"], sx, S), t.in_rows, t.in_cols), W)
-        w_box = union["K"] * union["C"] * R * S
-        w_load = load_issue_cycles(*weight_runs(union["K"], union["C"], D["C"], R, S), W)
+        in_load, in_box = tensor_load(s, t, ing["input"], ext0, union)
+        w_load, w_box = tensor_load(s, t, ing["weight"], ext0, union)
         load = np.where(changed["input"], in_load, 0) + np.where(changed["weight"], w_load, 0)
         load = np.where(changed["input"] | changed["weight"], load + timing.load_latency_cycles, 0)
         window = -(-(R * S) // s.simd_lanes)

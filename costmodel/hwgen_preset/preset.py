@@ -12,7 +12,7 @@ from ..results import TENSORS, LayerResult
 from ..workload.layers import Conv2D, Layer
 from ..workload.problem import problem_of
 from .fast import fast_summary
-from .rules import bounding_engine, l1_bytes
+from .rules import bounding_engine, l1_bytes, l2_layout_words
 from .structure import HwStructure, LayerTiles, check_layer, structure_key, structure_of, tiles_of
 
 __all__ = ["hwgen_structure", "l2_split", "hwgen_layer", "check_generatable", "analyze_hwgen"]
@@ -105,9 +105,7 @@ def analyze_hwgen(layer: Layer, df: Dataflow, hw: Hardware) -> LayerResult:
         return {k: d.get(k, 0) * rep for k in TENSORS}
 
     l1r, l1w, l2r = scaled(f["l1_reads"]), scaled(f["l1_writes"]), scaled(f["l2_reads"])
-    sizes = {"input": t.dims["C"] * t.in_rows * t.in_cols,
-             "weight": t.dims["K"] * t.dims["C"] * t.dims["R"] * t.dims["S"],
-             "output": t.dims["K"] * t.dims["Y"] * t.dims["X"]}
+    sizes = l2_layout_words(s, t)
     l2w = {"input": sizes["input"] * rep, "weight": sizes["weight"] * rep, "output": f["l2_writes"]["output"] * rep}
     bits = {k: hw.bits(k) for k in TENSORS}   # type: ignore[arg-type]
     l1_words = {k: 2 * v for k, v in s.l1_words().items()}

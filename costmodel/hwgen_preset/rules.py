@@ -9,6 +9,7 @@ the output rows/columns.  A GEMM ``out[M,N] = A[M,K] @ B[K,N]`` is the 1x1 convo
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from typing import Mapping
 
@@ -20,6 +21,7 @@ from ..workload.problem import CONV_TENSOR_DIMS
 __all__ = ["HW_DIMS", "LOOP_DIMS", "OUTPUT_DIMS", "TENSOR_DIMS", "TENSOR_LOOP_DIMS", "ENGINES",
            "TimingConstants", "TIMING", "check_timing", "bounding_engine", "l1_words", "l1_bytes",
            "input_span", "host_offset_bits", "WORD_BITS", "slot_cycles", "drain_runs", "drain_latency", "reduction_levels", "input_runs", "weight_runs", "load_issue_cycles",
+           "MAX_WORDS_PER_CHUNK", "Ingress", "ingress", "spread_tile", "class_box", "tensor_load", "padded_dim", "l2_layout_words", "spread_units", "within", "box_runs", "l2_coefficients", "l1_pitches", "l1_shape", "active_phases", "full_tile", "input_mode", "weight_merged", "input_window_banks",
            "l2_address_bits"]
 
 HW_DIMS = ("K", "C", "Y", "X", "R", "S")
@@ -136,6 +138,285 @@ def weight_runs(k, c, C, R, S):
     when ``c`` is every channel (integers or numpy arrays)."""
     full = c == C
     return np.where(full, 1, k), np.where(full, k * C * R * S, c * R * S)
+
+
+#: Words a PE's L1 takes from one NoC chunk at most, per tensor (its banks): the lanes a PE reads
+#: are fixed at generation time, so wider chunks only help when they feed more PEs.
+MAX_WORDS_PER_CHUNK = 4
+
+
+@dataclass(frozen=True)
+class Ingress:
+    """How one tensor (input or weight) reaches the PEs' L1 (``docs/timing.md``, "Load").
+
+    The PEs whose tiles of the tensor differ along a dimension the array spreads without overlap
+    (``interleaved``: ``K``, ``C``, and ``Y``/``X`` of a design whose filters are 1x1) are its
+    *classes*: L2 holds the tensor with the class innermost (``classes`` words for each word of a
+    tile), so each of a chunk's words goes to the PEs of one class, at a lane fixed when the
+    hardware is generated.  A *group* of words is ``per_pe`` consecutive words of every class's
+    tile (``P``, a power of two: the banks of a PE's L1), sent in one chunk when the classes fit
+    the lanes, else a word of every class in ``chunks_per_word`` chunks.  An input spread along
+    ``X`` or ``Y`` by a design with wider filters (``window_x``, ``window_y``: neighbouring
+    windows overlap) goes as the union's rows instead, a row per run, each PE taking its window
+    (along ``X``, an aligner per PE; along ``Y``, the rows its window holds)."""
+
+    tensor: str
+    classes: int
+    interleaved: tuple[str, ...]
+    window_x: bool
+    window_y: bool
+    per_pe: int
+    chunks_per_word: int
+
+    @property
+    def banks(self) -> int:
+        """The banks of a PE's L1 for this tensor unless it is an ``X`` window
+        (:func:`input_window_banks`)."""
+        return self.per_pe
+
+
+def ingress(s, tensor: str) -> Ingress:
+    """The :class:`Ingress` of ``tensor`` (``"input"`` or ``"weight"``) on structure ``s``."""
+    W = s.noc_words_per_cycle
+    dims = TENSOR_LOOP_DIMS[tensor]
+    classes, inter, wx, wy = 1, [], False, False
+    for lv, d in enumerate(s.spatial):
+        units = (s.n0, s.n1)[lv]
+        if d is None or d not in dims or units == 1:
+            continue
+        if d in ("Y", "X") and s.pe_tile_max["R" if d == "Y" else "S"] > 1:
+            wx, wy = wx or d == "X", wy or d == "Y"
+        else:
+            classes *= units
+            inter.append(d)
+    if (wx or wy) and inter:
+        raise AccelgenError(f"the {tensor} is spread along {'/'.join(inter)} and along "
+                            f"{'Y' if wy else 'X'} (overlapping windows) at once; expected one of the two",
+                            where="dataflow")
+    if classes > W and classes % W:
+        raise AccelgenError(f"the {tensor}'s {classes} classes of PEs outnumber the NoC's {W} lanes and are not a "
+                            f"multiple of them; expected at most {W} or a multiple of {W} (a chunk carries a word of "
+                            f"{W} classes)", where="dataflow")
+    per_pe = 1
+    while per_pe * 2 <= min(MAX_WORDS_PER_CHUNK, W // classes):
+        per_pe *= 2
+    return Ingress(tensor, classes, tuple(inter), wx, wy, per_pe, -(-classes // W))
+
+
+def spread_tile(s, t, d: str) -> int:
+    """The tile of dimension ``d`` at the level that spreads it."""
+    return t.t0[d] if s.spatial[0] == d else t.t1[d]
+
+
+def spread_units(s, d: str) -> int:
+    """The units of the level that spreads ``d``."""
+    return s.n0 if s.spatial[0] == d else s.n1
+
+
+def class_box(s, t, ing: Ingress, ext: Mapping, union: Mapping) -> dict:
+    """The extents a load of ``ing``'s tensor sends per class, per loop dim: along an
+    interleaved dimension the whole tile (L2 pads the last one), along a window the union's,
+    else PE (0, 0)'s (``ext``: the layer's edge clips it).  Integers or numpy arrays."""
+    out = {}
+    for d in TENSOR_LOOP_DIMS[ing.tensor]:
+        if d in ing.interleaved:
+            out[d] = spread_tile(s, t, d)
+        elif (d == "X" and ing.window_x) or (d == "Y" and ing.window_y):
+            out[d] = union[d]
+        else:
+            out[d] = ext[d]
+    return out
+
+
+def within(s, t, ing: Ingress, d: str) -> int:
+    """Dimension ``d`` of a block of ``ing``'s tensor in L2: the spread tile if ``d`` is
+    interleaved, else the whole dimension."""
+    return spread_tile(s, t, d) if d in ing.interleaved else t.dims[d]
+
+
+def box_runs(s, t, ing: Ingress, box: Mapping):
+    """``(runs, words)`` of a class box (:func:`class_box`), each run ``words`` consecutive words
+    of a class's tile (L2 holds ``classes`` times as many): input rows (a row of the union per
+    run for a window), whole-width rows of a channel merged, whole channels merged
+    (:func:`input_runs`); weight filters, merged when the box holds every channel of the block
+    (:func:`weight_runs`)."""
+    R, S = t.dims["R"], t.dims["S"]
+    if ing.tensor == "input":
+        rows = input_span(box["Y"], t.stride_y, R)
+        cols = input_span(box["X"], t.stride_x, S)
+        if ing.window_x or ing.window_y:
+            return box["C"] * rows, cols
+        # (an interleaved Y or X has 1x1 filters and stride 1: its block holds the tile's rows)
+        in_rows = spread_tile(s, t, "Y") if "Y" in ing.interleaved else t.in_rows
+        in_cols = spread_tile(s, t, "X") if "X" in ing.interleaved else t.in_cols
+        return input_runs(box["C"], rows, cols, in_rows, in_cols)
+    return weight_runs(box["K"], box["C"], within(s, t, ing, "C"), R, S)
+
+
+def tensor_load(s, t, ing: Ingress, ext: Mapping, union: Mapping):
+    """``(issue cycles, words)`` of one load of ``ing``'s tensor in a step whose PE (0, 0) tile
+    and union have extents ``ext`` and ``union`` per loop dim (integers or numpy arrays): each
+    run of its class box (:func:`box_runs`) in groups of ``per_pe`` words, a chunk a group
+    (``chunks_per_word`` chunks a word when the classes outnumber the lanes); a window's rows
+    in chunks of ``W`` words."""
+    W = s.noc_words_per_cycle
+    runs, length = box_runs(s, t, ing, class_box(s, t, ing, ext, union))
+    n = ing.classes
+    if ing.window_x or ing.window_y:
+        return runs * -(-(length * n) // W), runs * length * n
+    return runs * -(-length // ing.per_pe) * active_phases(s, t, ing, union), runs * length * n
+
+
+def active_phases(s, t, ing: Ingress, union: Mapping):
+    """Chunks a word of ``ing``'s tensor takes in a step: with more classes than lanes, the
+    ``W`` classes of a chunk are consecutive ones, so the loader sends only the chunks up to the
+    last class with a tile in the step when one dimension interleaves the classes (its units
+    ``0 .. ceil(union / tile) - 1``); all of them with two; 1 otherwise.  Integers or numpy
+    arrays."""
+    W = s.noc_words_per_cycle
+    if ing.classes <= W:
+        return 1
+    if len(ing.interleaved) != 1:
+        return ing.chunks_per_word
+    d = ing.interleaved[0]
+    active = -(-union[d] // spread_tile(s, t, d))
+    return -(-active // W)
+
+
+def padded_dim(s, t, d: str, ing: Ingress) -> int:
+    """Dimension ``d`` of ``ing``'s tensor as L2 holds it: an interleaved one is padded to whole
+    blocks of (units x tile)."""
+    D = t.dims[d]
+    if d not in ing.interleaved:
+        return D
+    block = spread_tile(s, t, d) * spread_units(s, d)
+    return -(-D // block) * block
+
+
+def l2_layout_words(s, t) -> dict[str, int]:
+    """Words of each tensor as the host lays it out in L2 (interleaved dimensions padded to
+    whole blocks: :func:`padded_dim`)."""
+    d = t.dims
+    ing_in, ing_w = ingress(s, "input"), ingress(s, "weight")
+    rows = t.in_rows * padded_dim(s, t, "Y", ing_in) // d["Y"]        # (Y interleaved: R = 1, stride 1)
+    cols = t.in_cols * padded_dim(s, t, "X", ing_in) // d["X"]
+    return {"input": padded_dim(s, t, "C", ing_in) * rows * cols,
+            "weight": padded_dim(s, t, "K", ing_w) * padded_dim(s, t, "C", ing_w) * d["R"] * d["S"],
+            "output": d["K"] * d["Y"] * d["X"]}
+
+
+def _axes(s, t, ing: Ingress):
+    """Per axis of ``ing``'s tensor in L2 order (input ``C, rows, cols``; weight ``K, C, R, S``):
+    ``(dim, blocks, units, within)`` (:func:`hwgen.layout.interleaved`)."""
+    if ing.tensor == "input":
+        axes = (("C", t.dims["C"]), ("Y", t.in_rows), ("X", t.in_cols))
+    else:
+        axes = (("K", t.dims["K"]), ("C", t.dims["C"]), ("R", t.dims["R"]), ("S", t.dims["S"]))
+    out = []
+    for d, size in axes:
+        if d in ing.interleaved:
+            n, w = spread_units(s, d), spread_tile(s, t, d)
+            out.append((d, padded_dim(s, t, d, ing) // (n * w), n, w))
+        else:
+            out.append((d, 1, 1, size))
+    return out
+
+
+def l2_coefficients(s, t, ing: Ingress) -> dict[str, int]:
+    """Where a class box starts in L2: the first word of PE (0, 0)'s tile is the sum over the
+    tensor's loop dims of its start along them (an input's in input rows and columns) times
+    these; and ``"run_<d>"``: the L2 words between consecutive positions along ``d`` inside a
+    block (the strides of the loader's runs)."""
+    axes = _axes(s, t, ing)
+    n = ing.classes
+    out = {}
+    for i, (d, _, units, w) in enumerate(axes):
+        inner = n * math.prod(a[3] for a in axes[i + 1:])
+        out[f"run_{d}"] = inner
+        if d in ing.interleaved:
+            block = n * math.prod(a[3] for a in axes) * math.prod(a[1] for a in axes[i + 1:])
+            out[d] = block // (units * w)
+        else:
+            out[d] = inner
+    return out
+
+
+def full_tile(s, t) -> dict[str, int]:
+    """PE (0, 0)'s tile of a step inside the layer (an edge tile is smaller), per loop dim."""
+    return {d: (spread_tile(s, t, d) if d in s.spatial else t.t1[d]) for d in LOOP_DIMS}
+
+
+def input_mode(s, t) -> int:
+    """How the loader sends the input's class boxes, the same in every step of the layer
+    (:func:`box_runs`): 0 a run per row, 1 a run per channel (the box spans whole rows), 2 one
+    run (whole channels too).  A window is always 0."""
+    ing = ingress(s, "input")
+    if ing.window_x or ing.window_y:
+        return 0
+    full = full_tile(s, t)
+    rows = input_span(full["Y"], t.stride_y, t.dims["R"])
+    cols = input_span(full["X"], t.stride_x, t.dims["S"])
+    in_rows = within(s, t, ing, "Y") if "Y" in ing.interleaved else t.in_rows
+    in_cols = within(s, t, ing, "X") if "X" in ing.interleaved else t.in_cols
+    return 0 if cols != in_cols else 1 if rows != in_rows else 2
+
+
+def weight_merged(s, t) -> bool:
+    """Whether the loader sends a weight class box as one run (it holds every channel of its
+    block), in every step of the layer; else a run per filter."""
+    return full_tile(s, t)["C"] == within(s, t, ingress(s, "weight"), "C")
+
+
+def l1_pitches(s, t) -> dict[str, int]:
+    """Words between consecutive rows and channels of a PE's input L1 and between its filters
+    (the compute engine's strides, :mod:`hwgen.compute`): each run the loader sends starts a
+    row of the PE's banks (:func:`box_runs`), so a run's words are padded to a multiple of the
+    banks.  From the layer's whole PE tile (an edge tile leaves the rest unused)."""
+    ing_in, ing_w = ingress(s, "input"), ingress(s, "weight")
+    full = full_tile(s, t)
+    rows = input_span(full["Y"], t.stride_y, t.dims["R"])
+    cols = input_span(full["X"], t.stride_x, t.dims["S"])
+
+    def pad(v, P):
+        return -(-v // P) * P
+    mode, P = input_mode(s, t), ing_in.per_pe
+    if ing_in.window_x or ing_in.window_y:
+        # (a row of the union a run: the PE's rows are its window's, a row of banks each)
+        row = input_window_banks(s) if ing_in.window_x else pad(cols, P)
+        ch = rows * row
+    elif mode == 0:
+        row, ch = pad(cols, P), rows * pad(cols, P)
+    elif mode == 1:
+        row, ch = cols, pad(rows * cols, P)
+    else:
+        row, ch = cols, rows * cols
+    crs = full["C"] * t.dims["R"] * t.dims["S"]
+    return {"in_row": row, "in_ch": ch, "w_k": crs if weight_merged(s, t) else pad(crs, ing_w.per_pe)}
+
+
+def input_window_banks(s) -> int:
+    """Banks of a PE's input L1 when the input is spread along ``X`` in overlapping windows: a
+    bank per input column of its largest tile, rounded up to a power of two (an L1 row holds an
+    input row of its window)."""
+    cols = input_span(s.pe_tile_max["X"], s.max_stride, s.pe_tile_max["S"])
+    return 1 << (cols - 1).bit_length()
+
+
+def l1_shape(s) -> dict[str, tuple[int, int]]:
+    """``(banks, rows)`` of a PE's L1 for the input and the weight (each double-buffered): a
+    row of banks takes a chunk's words (:class:`Ingress`), each run the loader sends starts a
+    row (:func:`l1_pitches`), so the rows bound the largest tile's runs."""
+    t, out = s.pe_tile_max, {}
+    rows = input_span(t["Y"], s.max_stride, t["R"])
+    cols = input_span(t["X"], s.max_stride, t["S"])
+    ing = ingress(s, "input")
+    if ing.window_x:
+        out["input"] = (input_window_banks(s), t["C"] * rows)
+    else:
+        out["input"] = (ing.per_pe, t["C"] * rows * -(-cols // ing.per_pe))
+    P = ingress(s, "weight").per_pe
+    out["weight"] = (P, t["K"] * -(-(t["C"] * t["R"] * t["S"]) // P))
+    return out
 
 
 def load_issue_cycles(runs, length, words_per_cycle: int):

@@ -59,8 +59,12 @@ class HwStructure:
         return levels[0]
 
     def l1_words(self) -> dict[str, int]:
-        """Words of one PE's L1 per tensor for one tile (each is double-buffered)."""
-        return l1_words(self.pe_tile_max, self.max_stride)
+        """Words of one PE's L1 per tensor for one tile (each is double-buffered): its banks'
+        rows (:func:`.rules.l1_shape`) for the input and the weight."""
+        from .rules import l1_shape
+        words = l1_words(self.pe_tile_max, self.max_stride)
+        words.update({name: banks * rows for name, (banks, rows) in l1_shape(self).items()})
+        return words
 
     def as_dict(self) -> dict:
         return {"num_pes": self.num_pes, "clusters": self.n0, "pes_per_cluster": self.n1,
@@ -265,6 +269,11 @@ def tiles_of(structure: HwStructure, dataflow: Dataflow, layer: Layer) -> LayerT
                                                     structure.loops):
         raise AccelgenError(f"the dataflow for this layer has another shape ({' '.join(got.as_dict()['loops'])}) "
                             f"than the generated one ({' '.join(structure.as_dict()['loops'])})", where=where)
+    d, n1 = structure.spatial[1], structure.n1
+    if d in ("K", "C") and n1 > 1 and t0[d] < dims[d] and t0[d] % (n1 * t1[d]):
+        raise AccelgenError(f"the cluster tile of {d} ({t0[d]}) is not a multiple of what its {n1} PEs "
+                            f"spread ({n1} x {t1[d]}); expected a multiple, or all of {d} ({dims[d]}): L2 "
+                            f"interleaves {d} in blocks of the PEs' tiles", where=where)
     limits = dict(structure.pe_tile_max)
     for d in LOOP_DIMS:
         if t1[d] > limits[d]:

@@ -23,11 +23,10 @@ from .rules import (
     check_timing,
     drain_latency,
     drain_runs,
-    input_runs,
+    ingress,
     input_span,
-    load_issue_cycles,
     slot_cycles,
-    weight_runs,
+    tensor_load,
 )
 from .structure import HwStructure, LayerTiles
 
@@ -104,18 +103,13 @@ def _union(s: HwStructure, t: LayerTiles, step: Step, di: int) -> tuple[int, int
     return start, end - start
 
 
-def _boxes(s: HwStructure, t: LayerTiles, step: Step) -> dict[str, tuple[int, int]]:
-    """Runs and run length of each input tensor's union box (L2 layouts ``C,Y,X`` and
-    ``K,C,R,S``; :func:`.rules.input_runs`, :func:`.rules.weight_runs`)."""
-    _, k = _union(s, t, step, 0)
-    _, c = _union(s, t, step, 1)
-    _, y = _union(s, t, step, 2)
-    _, x = _union(s, t, step, 3)
-    rows = input_span(y, t.stride_y, t.dims["R"])
-    cols = input_span(x, t.stride_x, t.dims["S"])
-    runs = {"input": input_runs(c, rows, cols, t.in_rows, t.in_cols),
-            "weight": weight_runs(k, c, t.dims["C"], t.dims["R"], t.dims["S"])}
-    return {name: (int(n), int(length)) for name, (n, length) in runs.items()}
+def _loads(s: HwStructure, t: LayerTiles, step: Step) -> dict[str, tuple[int, int]]:
+    """``(issue cycles, words)`` of a load of each input tensor in ``step``
+    (:func:`.rules.tensor_load`)."""
+    ext = {d: _extent(s, t, step, di, (0, 0))[1] for di, d in enumerate(LOOP_DIMS)}
+    union = {d: _union(s, t, step, di)[1] for di, d in enumerate(LOOP_DIMS)}
+    return {name: tuple(int(v) for v in tensor_load(s, t, ingress(s, name), ext, union))
+            for name in ("input", "weight")}
 
 
 def _keys(step: Step) -> dict[str, tuple]:
@@ -140,8 +134,8 @@ def step_costs(s: HwStructure, t: LayerTiles, step: Step, loaded: tuple[str, ...
     """Busy cycles of each engine for one step: ``load`` (bringing in its tiles of the tensors in
     ``loaded``), ``compute`` and ``drain`` (its finished outputs, if it ends an output tile)."""
     w = s.noc_words_per_cycle
-    boxes = _boxes(s, t, step)
-    issue = sum(load_issue_cycles(runs, run, w) for name, (runs, run) in boxes.items() if name in loaded)
+    loads = _loads(s, t, step)
+    issue = sum(loads[name][0] for name in loaded)
     load = issue + timing.load_latency_cycles if loaded else 0
     ext = [_extent(s, t, step, di, (0, 0))[1] for di in range(4)]
     window = -(-(t.dims["R"] * t.dims["S"]) // s.simd_lanes)     # lanes share one filter window
@@ -209,11 +203,10 @@ def _traffic(s: HwStructure, t: LayerTiles) -> dict:
     R, S, sy, sx = t.dims["R"], t.dims["S"], t.stride_y, t.stride_x
     pes = [(u0, u1) for u0 in range(s.n0) for u1 in range(s.n1)]
     for i, step in enumerate(seq):
-        boxes = _boxes(s, t, step)
+        loads = _loads(s, t, step)
         for name in ("input", "weight"):
             if i == 0 or keys[i][name] != keys[i - 1][name]:
-                rows, run = boxes[name]
-                l2r[name] += rows * run
+                l2r[name] += loads[name][1]
                 for pe in pes:
                     k, c, y, x = (_extent(s, t, step, di, pe)[1] for di in range(4))
                     if name == "input":
