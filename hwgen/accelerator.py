@@ -180,8 +180,9 @@ class _PerClass:
         def make():
             first = g.static(by_stride(g.scaled(lv, "Y", u), g.stride_y, s.max_stride)[:COORD],
                              f"win_y_first_{u}", COORD) if u else Const(0, COORD)
-            inner = g.static(g.cfg["l1_in_row"] >> (self.ingress["input"].banks - 1).bit_length()
-                             if not self.ingress["input"].window_x else Const(1, COORD), f"win_y_inner_{u}", COORD)
+            # (the loader's rows per input row, as it counts them: hwgen/loader.py)
+            inner = g.static(g.cfg["l1_in_row"] >> (self.ingress["input"].banks - 1).bit_length(),
+                             f"win_y_inner_{u}", COORD)
             below = g.static_product(first, inner, f"win_y_below_{u}", COORD) if u else Const(0, COORD)
             rel = (early["y"] - first)[:COORD + 1].as_signed()
             span = self._span("Y", u0, u1)

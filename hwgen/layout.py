@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from costmodel.base import AccelgenError
-from costmodel.hwgen_preset.rules import (host_offset_bits, ingress, input_mode, l1_pitches, l2_coefficients, padded_dim,
-                                          spread_tile, spread_units, weight_merged)
+from costmodel.hwgen_preset.rules import (host_offset_bits, ingress, input_mode, l1_pitches, l2_axes, l2_coefficients,
+                                          weight_merged)
 from costmodel.hwgen_preset.structure import HwStructure, LayerTiles
 from costmodel.workload.layers import GEMM, Conv2D, Layer
 
@@ -162,26 +162,14 @@ def interleaved(s: HwStructure, tiles: LayerTiles, tensor: str, x: np.ndarray) -
     (:func:`costmodel.hwgen_preset.rules.ingress`), the blocks of (units x tile) outermost (the
     last padded with zeros), then the dimensions in their order with that dimension's index
     within the unit's tile, then the class (the units, the level-0 one first) innermost."""
-    ing = ingress(s, tensor)
-    names = ("C", "Y", "X") if tensor == "input" else ("K", "C", "R", "S")
-    blocks, inner, units = [], [], []
-    for axis, d in enumerate(names):
-        size = x.shape[axis]
-        if d in ing.interleaved:
-            n, t = spread_units(s, d), spread_tile(s, tiles, d)
-            padded = padded_dim(s, tiles, d, ing)
-            x = np.pad(x, [(0, padded - size if a == axis else 0) for a in range(x.ndim)])
-            size = padded
-            split = (size // (n * t), n, t)
-        else:
-            split = (1, 1, size)
-        blocks.append(split[0])
-        units.append((0 if s.spatial[0] == d else 1, split[1]))
-        inner.append(split[2])
-    shape = [v for b, (_, n), t in zip(blocks, units, inner) for v in (b, n, t)]
-    k = len(names)
+    axes = l2_axes(s, tiles, ingress(s, tensor))
+    # (pad each axis to blocks x units x within, then split it so)
+    x = np.pad(x, [(0, b * n * w - size) for (_, b, n, w), size in zip(axes, x.shape)])
+    shape = [v for _, b, n, w in axes for v in (b, n, w)]
+    k = len(axes)
+    level = [0 if s.spatial[0] == d else 1 for d, *_ in axes]
     order = ([3 * a for a in range(k)] + [3 * a + 2 for a in range(k)]
-             + [3 * a + 1 for a in sorted(range(k), key=lambda a: units[a][0])])
+             + [3 * a + 1 for a in sorted(range(k), key=lambda a: level[a])])
     return x.reshape(shape).transpose(order).reshape(-1)
 
 

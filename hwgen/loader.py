@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from amaranth.hdl import Array, Const, Module, Mux, Signal, Value
 
-from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, Ingress, ingress, input_window_banks
+from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, Ingress, ingress
 from costmodel.hwgen_preset.structure import HwStructure
 
 from .common import COORD, by_stride, registered, span, wire
@@ -30,10 +30,6 @@ __all__ = ["Loader", "tensor_ingress"]
 def tensor_ingress(s: HwStructure) -> dict[str, Ingress]:
     """The input's and the weight's :class:`Ingress` (the PEs' banks: a window's are its columns)."""
     return {name: ingress(s, name) for name in ("input", "weight")}
-
-
-def _banks(s: HwStructure, ing: Ingress) -> int:
-    return input_window_banks(s) if ing.window_x else ing.per_pe
 
 
 @dataclass
@@ -167,7 +163,7 @@ class Loader:
         in_box = {k: both[f"in_{k}"] for k in widths}
         w_box = {k: both[f"w_{k}"] for k in widths}
         # the runs' strides: in L2 words (the layout's), and in rows of the PEs' L1 banks
-        l1_shift = {name: (_banks(s, i) - 1).bit_length() for name, i in ing.items()}
+        l1_shift = {name: (i.banks - 1).bit_length() for name, i in ing.items()}
         in_box.update(outer_stride=cfg["in_run_ch"][:A], inner_stride=cfg["in_run_row"][:A],
                       outer_row=g.static(cfg["l1_in_ch"] >> l1_shift["input"], "l1_in_ch_rows", COORD),
                       inner_row=g.static(cfg["l1_in_row"] >> l1_shift["input"], "l1_in_row_rows", COORD))

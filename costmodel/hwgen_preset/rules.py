@@ -21,7 +21,7 @@ from ..workload.problem import CONV_TENSOR_DIMS
 __all__ = ["HW_DIMS", "LOOP_DIMS", "OUTPUT_DIMS", "TENSOR_DIMS", "TENSOR_LOOP_DIMS", "ENGINES",
            "TimingConstants", "TIMING", "check_timing", "bounding_engine", "l1_words", "l1_bytes",
            "input_span", "host_offset_bits", "WORD_BITS", "slot_cycles", "drain_runs", "drain_latency", "reduction_levels", "input_runs", "weight_runs", "load_issue_cycles",
-           "MAX_WORDS_PER_CHUNK", "Ingress", "ingress", "spread_tile", "class_box", "tensor_load", "padded_dim", "l2_layout_words", "spread_units", "within", "box_runs", "l2_coefficients", "l1_pitches", "l1_shape", "active_phases", "full_tile", "input_mode", "weight_merged", "input_window_banks",
+           "MAX_WORDS_PER_CHUNK", "Ingress", "ingress", "spread_tile", "class_box", "tensor_load", "padded_dim", "l2_layout_words", "spread_units", "within", "box_runs", "l2_coefficients", "l1_pitches", "l1_shape", "active_phases", "l2_axes", "input_mode", "weight_merged", "input_window_banks",
            "l2_address_bits"]
 
 HW_DIMS = ("K", "C", "Y", "X", "R", "S")
@@ -167,12 +167,7 @@ class Ingress:
     window_y: bool
     per_pe: int
     chunks_per_word: int
-
-    @property
-    def banks(self) -> int:
-        """The banks of a PE's L1 for this tensor unless it is an ``X`` window
-        (:func:`input_window_banks`)."""
-        return self.per_pe
+    banks: int              # of a PE's L1 for the tensor: per_pe, or an X window's (input_window_banks)
 
 
 def ingress(s, tensor: str) -> Ingress:
@@ -200,7 +195,8 @@ def ingress(s, tensor: str) -> Ingress:
     per_pe = 1
     while per_pe * 2 <= min(MAX_WORDS_PER_CHUNK, W // classes):
         per_pe *= 2
-    return Ingress(tensor, classes, tuple(inter), wx, wy, per_pe, -(-classes // W))
+    return Ingress(tensor, classes, tuple(inter), wx, wy, per_pe, -(-classes // W),
+                   input_window_banks(s) if wx else per_pe)
 
 
 def spread_tile(s, t, d: str) -> int:
@@ -246,11 +242,15 @@ def box_runs(s, t, ing: Ingress, box: Mapping):
         cols = input_span(box["X"], t.stride_x, S)
         if ing.window_x or ing.window_y:
             return box["C"] * rows, cols
-        # (an interleaved Y or X has 1x1 filters and stride 1: its block holds the tile's rows)
-        in_rows = spread_tile(s, t, "Y") if "Y" in ing.interleaved else t.in_rows
-        in_cols = spread_tile(s, t, "X") if "X" in ing.interleaved else t.in_cols
-        return input_runs(box["C"], rows, cols, in_rows, in_cols)
+        return input_runs(box["C"], rows, cols, *_block_rows_cols(s, t, ing))
     return weight_runs(box["K"], box["C"], within(s, t, ing, "C"), R, S)
+
+
+def _block_rows_cols(s, t, ing: Ingress) -> tuple[int, int]:
+    """The input rows and columns of a block in L2: the layer's, or along an interleaved ``Y`` or
+    ``X`` (1x1 filters, stride 1) the spread tile."""
+    return tuple(spread_tile(s, t, d) if d in ing.interleaved else n
+                 for d, n in (("Y", t.in_rows), ("X", t.in_cols)))
 
 
 def tensor_load(s, t, ing: Ingress, ext: Mapping, union: Mapping):
@@ -295,19 +295,18 @@ def padded_dim(s, t, d: str, ing: Ingress) -> int:
 
 def l2_layout_words(s, t) -> dict[str, int]:
     """Words of each tensor as the host lays it out in L2 (interleaved dimensions padded to
-    whole blocks: :func:`padded_dim`)."""
+    whole blocks: :func:`l2_axes`)."""
     d = t.dims
-    ing_in, ing_w = ingress(s, "input"), ingress(s, "weight")
-    rows = t.in_rows * padded_dim(s, t, "Y", ing_in) // d["Y"]        # (Y interleaved: R = 1, stride 1)
-    cols = t.in_cols * padded_dim(s, t, "X", ing_in) // d["X"]
-    return {"input": padded_dim(s, t, "C", ing_in) * rows * cols,
-            "weight": padded_dim(s, t, "K", ing_w) * padded_dim(s, t, "C", ing_w) * d["R"] * d["S"],
-            "output": d["K"] * d["Y"] * d["X"]}
+    out = {name: math.prod(b * n * w for _, b, n, w in l2_axes(s, t, ingress(s, name))) for name in ("input", "weight")}
+    out["output"] = d["K"] * d["Y"] * d["X"]
+    return out
 
 
-def _axes(s, t, ing: Ingress):
+def l2_axes(s, t, ing: Ingress):
     """Per axis of ``ing``'s tensor in L2 order (input ``C, rows, cols``; weight ``K, C, R, S``):
-    ``(dim, blocks, units, within)`` (:func:`hwgen.layout.interleaved`)."""
+    ``(dim, blocks, units, within)``, the axis as L2 holds it being blocks x units x within
+    (interleaved: blocks of units x tile, the last padded; else one block of one unit), which
+    :func:`hwgen.layout.interleaved` orders blocks, within, units."""
     if ing.tensor == "input":
         axes = (("C", t.dims["C"]), ("Y", t.in_rows), ("X", t.in_cols))
     else:
@@ -327,7 +326,7 @@ def l2_coefficients(s, t, ing: Ingress) -> dict[str, int]:
     tensor's loop dims of its start along them (an input's in input rows and columns) times
     these; and ``"run_<d>"``: the L2 words between consecutive positions along ``d`` inside a
     block (the strides of the loader's runs)."""
-    axes = _axes(s, t, ing)
+    axes = l2_axes(s, t, ing)
     n = ing.classes
     out = {}
     for i, (d, _, units, w) in enumerate(axes):
@@ -341,11 +340,6 @@ def l2_coefficients(s, t, ing: Ingress) -> dict[str, int]:
     return out
 
 
-def full_tile(s, t) -> dict[str, int]:
-    """PE (0, 0)'s tile of a step inside the layer (an edge tile is smaller), per loop dim."""
-    return {d: (spread_tile(s, t, d) if d in s.spatial else t.t1[d]) for d in LOOP_DIMS}
-
-
 def input_mode(s, t) -> int:
     """How the loader sends the input's class boxes, the same in every step of the layer
     (:func:`box_runs`): 0 a run per row, 1 a run per channel (the box spans whole rows), 2 one
@@ -353,18 +347,17 @@ def input_mode(s, t) -> int:
     ing = ingress(s, "input")
     if ing.window_x or ing.window_y:
         return 0
-    full = full_tile(s, t)
-    rows = input_span(full["Y"], t.stride_y, t.dims["R"])
-    cols = input_span(full["X"], t.stride_x, t.dims["S"])
-    in_rows = within(s, t, ing, "Y") if "Y" in ing.interleaved else t.in_rows
-    in_cols = within(s, t, ing, "X") if "X" in ing.interleaved else t.in_cols
+    # (PE (0, 0)'s whole tile is the PE tile, t1: a dimension spread across clusters keeps it)
+    rows = input_span(t.t1["Y"], t.stride_y, t.dims["R"])
+    cols = input_span(t.t1["X"], t.stride_x, t.dims["S"])
+    in_rows, in_cols = _block_rows_cols(s, t, ing)
     return 0 if cols != in_cols else 1 if rows != in_rows else 2
 
 
 def weight_merged(s, t) -> bool:
     """Whether the loader sends a weight class box as one run (it holds every channel of its
     block), in every step of the layer; else a run per filter."""
-    return full_tile(s, t)["C"] == within(s, t, ingress(s, "weight"), "C")
+    return t.t1["C"] == within(s, t, ingress(s, "weight"), "C")
 
 
 def l1_pitches(s, t) -> dict[str, int]:
@@ -373,16 +366,15 @@ def l1_pitches(s, t) -> dict[str, int]:
     row of the PE's banks (:func:`box_runs`), so a run's words are padded to a multiple of the
     banks.  From the layer's whole PE tile (an edge tile leaves the rest unused)."""
     ing_in, ing_w = ingress(s, "input"), ingress(s, "weight")
-    full = full_tile(s, t)
-    rows = input_span(full["Y"], t.stride_y, t.dims["R"])
-    cols = input_span(full["X"], t.stride_x, t.dims["S"])
+    rows = input_span(t.t1["Y"], t.stride_y, t.dims["R"])
+    cols = input_span(t.t1["X"], t.stride_x, t.dims["S"])
 
     def pad(v, P):
         return -(-v // P) * P
     mode, P = input_mode(s, t), ing_in.per_pe
     if ing_in.window_x or ing_in.window_y:
         # (a row of the union a run: the PE's rows are its window's, a row of banks each)
-        row = input_window_banks(s) if ing_in.window_x else pad(cols, P)
+        row = ing_in.banks if ing_in.window_x else pad(cols, P)
         ch = rows * row
     elif mode == 0:
         row, ch = pad(cols, P), rows * pad(cols, P)
@@ -390,7 +382,7 @@ def l1_pitches(s, t) -> dict[str, int]:
         row, ch = cols, pad(rows * cols, P)
     else:
         row, ch = cols, rows * cols
-    crs = full["C"] * t.dims["R"] * t.dims["S"]
+    crs = t.t1["C"] * t.dims["R"] * t.dims["S"]
     return {"in_row": row, "in_ch": ch, "w_k": crs if weight_merged(s, t) else pad(crs, ing_w.per_pe)}
 
 
@@ -410,10 +402,8 @@ def l1_shape(s) -> dict[str, tuple[int, int]]:
     rows = input_span(t["Y"], s.max_stride, t["R"])
     cols = input_span(t["X"], s.max_stride, t["S"])
     ing = ingress(s, "input")
-    if ing.window_x:
-        out["input"] = (input_window_banks(s), t["C"] * rows)
-    else:
-        out["input"] = (ing.per_pe, t["C"] * rows * -(-cols // ing.per_pe))
+    # (a window's row of banks holds an input row; else each input row starts a row of banks)
+    out["input"] = (ing.banks, t["C"] * rows * (1 if ing.window_x else -(-cols // ing.banks)))
     P = ingress(s, "weight").per_pe
     out["weight"] = (P, t["K"] * -(-(t["C"] * t["R"] * t["S"]) // P))
     return out

@@ -13,7 +13,7 @@ from ..base import AccelgenError
 from ..dataflow.directives import Dataflow, SpatialMap, Sz
 from ..workload.layers import GEMM, Conv2D, ConvTranspose2D, Layer
 from ..workload.problem import problem_of
-from .rules import LOOP_DIMS, OUTPUT_DIMS, l1_words
+from .rules import LOOP_DIMS, OUTPUT_DIMS, l1_shape, l1_words
 
 __all__ = ["HwStructure", "LayerTiles", "check_layer", "structure_of", "tiles_of", "structure_key"]
 
@@ -61,7 +61,6 @@ class HwStructure:
     def l1_words(self) -> dict[str, int]:
         """Words of one PE's L1 per tensor for one tile (each is double-buffered): its banks'
         rows (:func:`.rules.l1_shape`) for the input and the weight."""
-        from .rules import l1_shape
         words = l1_words(self.pe_tile_max, self.max_stride)
         words.update({name: banks * rows for name, (banks, rows) in l1_shape(self).items()})
         return words
