@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
 
-from costmodel.hwgen_preset.rules import TIMING, l1_shape, l1_words
+from costmodel.hwgen_preset.rules import TIMING, l1_shape, l1_words, slide_columns
 from costmodel.hwgen_preset.structure import HwStructure
 
 from .common import COORD, by_stride, pipe, registered, times, wire
@@ -108,7 +108,15 @@ class Compute:
         # or an issue now that is not the last), and that issue is not the last
         active_next = Mux(c_issue, ~all_end, c_active)
         c_continues = registered(m, (ctl.go_next["compute"] | active_next) & ~all_next, "c_continues")
-        rd_in, rd_w, rd_on, ps_addr = cls._addresses(m, s, g, mac, rs, c_issue, bumps)
+        # (a sliding design: where the step's input window starts in its L1 rows, modulo M)
+        col0 = None
+        M = slide_columns(s)
+        if M:
+            lg_m = (M - 1).bit_length()
+            ld_col0 = ctl.ahead(m, "ld", "cp_col0", lambda d: by_stride(d.start[3], g.stride_x, s.max_stride)[:lg_m])
+            col0 = {"ld": wire(m, Mux(ctl.ld.valid, ld_col0, 0), "cp_col0_next", lg_m),
+                    "cp": ctl.later(m, ld_col0, "cp")}
+        rd_in, rd_w, rd_on, ps_addr = cls._addresses(m, s, g, mac, rs, c_issue, bumps, col0)
         # What the PEs are told is registered before the broadcast (its wires reach every PE),
         # the banks of the step computed with it, and again at each PE's input, so they see an
         # issue two cycles after it: the PEs read its operands at t+2, multiply at t+3 and
@@ -146,12 +154,25 @@ class Compute:
         return self._copies[group]
 
     @staticmethod
-    def _addresses(m: Module, s: HwStructure, g: Geometry, mac: dict, rs, issue, bumps: dict):
+    def _addresses(m: Module, s: HwStructure, g: Geometry, mac: dict, rs, issue, bumps: dict, col0=None):
         """The L1 addresses the counters point at, the same in every PE (its L1 is laid out by
         the largest tile): input ``[c][rows][cols]``, weight ``[k][c][R][S]``, partial sums
         ``[k][y][x]``; the SIMD lanes take filter positions ``f .. f+simd-1``.  The window's
         base in each tensor is counted alongside the counters (no multiplier: a register and
-        one add per lane from a small table of ``f`` before the broadcast)."""
+        one add per lane from a small table of ``f`` before the broadcast).  In a sliding design
+        (``col0``: the window's first column in its rows, of the step in ``ld`` and in ``cp``)
+        an input row is ``M`` columns (:func:`.rules.slide_columns`) holding column ``x`` at
+        ``x mod M``: the address's low bits are the column, counted modulo ``M`` apart from
+        the row's."""
+        M = slide_columns(s)
+        lg_m = (M - 1).bit_length() if M else 0
+
+        def col_add(a, b):
+            """``a + b`` whose column bits wrap modulo M (the row's bits add apart)."""
+            a, b = Value.cast(a), Value.cast(b)
+            if not M:
+                return (a + b)[:COORD]
+            return Cat((a[:lg_m] + b[:lg_m])[:lg_m], (a[lg_m:] + b[lg_m:])[:COORD - lg_m])
         t = s.pe_tile_max
         words = {name: banks * rows for name, (banks, rows) in l1_shape(s).items()}
         words["output"] = l1_words(t, s.max_stride)["output"]
@@ -173,20 +194,25 @@ class Compute:
             regs = {n: Signal(COORD, name=f"rd_{name}_at_{n}") for n in dims}   # base where n last moved
             cur = regs[dims[-1]]
             base[name] = cur
+            # (the input's base starts at the window's first column: 0, or in a sliding design
+            # the step's column modulo M; the next step's at the last issue)
+            origin = {"cp": Const(0, COORD), "ld": Const(0, COORD)}
+            if name == "in" and col0 is not None:
+                origin = col0
             with m.If(issue):
                 for i, n in enumerate(ORDER):
                     with m.If(bumps[n]):
                         if n in strides:
-                            nxt = (regs[n] + strides[n])[:COORD]
+                            nxt = col_add(regs[n], strides[n]) if name == "in" else (regs[n] + strides[n])[:COORD]
                             m.d.sync += [regs[d].eq(nxt) for d in dims if ORDER.index(d) >= i]
                         # a move of a counter no tensor base follows (f; y, x for the weight)
                         # keeps the base; the inner ones restart from it
                         else:
                             outer = [d for d in dims if ORDER.index(d) < i]
-                            keep = regs[outer[-1]] if outer else Const(0, COORD)
+                            keep = regs[outer[-1]] if outer else origin["cp"]
                             m.d.sync += [regs[d].eq(keep) for d in dims if ORDER.index(d) > i]
                 with m.If(~Cat(*[bumps[n] for n in ORDER]).any()):      # the last issue: restart
-                    m.d.sync += [r.eq(0) for r in regs.values()]
+                    m.d.sync += [r.eq(origin["ld"]) for r in regs.values()]
         ps_addr = wire(m, base["ps"], "ps_addr", shape["output"])
         max_rs = t["R"] * t["S"]
         # each filter position's offset in the input L1, (f // S) * row + f % S, a static
@@ -206,7 +232,7 @@ class Compute:
         for lane in range(s.simd_lanes):
             f = wire(m, mac["f"] + lane, f"rd_f{lane}", COORD)
             ofs_in = wire(m, Array(offsets)[f], f"rd_ofs_in{lane}", COORD)
-            rd_in.append(wire(m, base["in"] + ofs_in, f"rd_in{lane}", shape["input"]))
+            rd_in.append(wire(m, col_add(base["in"], ofs_in), f"rd_in{lane}", shape["input"]))
             # (the filter's words are consecutive in its L1: its position is the offset)
             rd_w.append(wire(m, base["w"] + f, f"rd_w{lane}", shape["weight"]))
             on.append(f < rs)

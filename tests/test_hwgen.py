@@ -19,9 +19,9 @@ from costmodel import AccelgenError
 from costmodel.analysis import analyze_layer, resolve_dataflow
 from costmodel.dataflow.library import library_dataflow
 from costmodel.hardware.hardware import NoCLevel, builtin_hardware
-from costmodel.hwgen_preset.fast import hwgen_cycles
+from costmodel.hwgen_preset.fast import fast_summary, hwgen_cycles
 from costmodel.hwgen_preset.preset import hwgen_layer, hwgen_structure, l2_split
-from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, host_offset_bits
+from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, host_offset_bits, l1_bytes, slide_columns
 from costmodel.hwgen_preset.structure import structure_of, tiles_of
 from costmodel.hwgen_preset.walk import _extent, reference_summary, steps
 from costmodel.workload.layers import GEMM, Conv2D
@@ -133,11 +133,41 @@ def test_preset_is_the_schedule():
     assert r.step_macs == r.macs == layer.macs == walk["step_macs"]               # every MAC once
     assert r.preset == "hwgen" and r.bound in ("compute", "noc-ingress", "noc-egress")
     assert r.l1_reads["input"] == r.l1_reads["weight"] == layer.macs
-    # a narrower NoC slows this NoC-bound layer down; one wider than its longest run (the whole
-    # filter box, 4 channels x 3 x 3 words) does not help any more
+    # tiny's 4-word NoC keeps this layer compute-bound: its input windows slide along X, a
+    # column of each of 3 rows a step; a narrower NoC slows it down, and one wider than a chunk
+    # of four words for each of the 8 classes does not help any more
     def at(words):
-        return analyze_layer(layer, "kcp", replace(TINY, noc=(NoCLevel(words, 1),)), preset="hwgen").runtime_cycles
-    assert r.bound == "noc-ingress" and at(1) > r.runtime_cycles > at(64) == at(128)
+        return analyze_layer(layer, "kcp", replace(TINY, noc=(NoCLevel(words, 1),)), preset="hwgen")
+    assert s.slide_x and r.bound == "compute"
+    assert at(1).runtime_cycles > at(2).runtime_cycles > r.runtime_cycles
+    assert at(1).bound == at(2).bound == "noc-ingress"
+    assert at(64).runtime_cycles == at(128).runtime_cycles < r.runtime_cycles
+
+
+def test_input_windows_slide_along_x_in_l1():
+    """A window that moves along X loads only its new columns: on tiny, kcp's 3x3 windows over a
+    6x6 input (4x4 outputs) load 3 rows x 3 columns for the first output of each row and 3 x 1
+    for the next three, a word of each of the 8 classes a column (C = 4, padded to the 8 PEs)."""
+    layer = Conv2D("c", K=8, C=4, Y=6, X=6, R=3, S=3)
+    df = resolve_dataflow("kcp", layer, TINY)
+    s, t, f = hwgen_layer(df, layer, TINY)
+    assert s.slide_x and slide_columns(s) == 4          # two windows of 3 columns at stride 1 (or one at 2)
+    per_row = 8 * (3 * 3 + 3 * (3 * 1))                 # classes x (first window + three slides)
+    assert f["l2_reads"]["input"] == 8 * 4 * per_row    # K x Y rows of windows
+    assert f["l1_writes"]["input"] == 8 * 4 * (3 * 3 + 3 * 3) * 4   # K x Y x (first + slides) x the 4 busy PEs
+    still = fast_summary(replace(s, slide_x=False), t)
+    assert still["l2_reads"]["input"] == 8 * 4 * 4 * 8 * 9 and still["cycles"] > f["cycles"]
+    assert reference_summary(s, t)["cycles"] == f["cycles"]
+    # a window wider than a slide (stride 3 = S) does not overlap the last one: every step loads it whole
+    wide = Conv2D("w", K=8, C=4, Y=12, X=12, R=3, S=3, stride=3)
+    s3, t3, f3 = hwgen_layer(resolve_dataflow("kcp", wide, TINY), wide, TINY)
+    assert f3["l2_reads"]["input"] == 8 * 4 * 4 * 8 * 9
+    # where two windows a row do not fit the PE's L1, the design loads each window whole
+    s8 = hwgen_structure(resolve_dataflow("kcp(x_tile=8)", layer, TINY), layer, TINY, fit=[layer])
+    assert not s8.slide_x and l1_bytes(replace(s8, slide_x=True).l1_words()) > TINY.l1_bytes_per_pe
+    # designs whose PEs spread X, or take several words of a chunk, keep the window a row
+    for name, hw in (("xp", TINY), ("kcp", replace(TINY, noc=(NoCLevel(16, 1),)))):
+        assert not hwgen_structure(resolve_dataflow(name, layer, hw), layer, hw, fit=[layer]).slide_x
 
 
 def test_timing_constants_the_rtl_cannot_build_are_refused():

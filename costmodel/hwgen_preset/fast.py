@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .rules import (LOOP_DIMS, TENSOR_LOOP_DIMS, TIMING, TimingConstants, check_timing, drain_latency, drain_runs,
-                    ingress, input_span, slot_cycles, tensor_load)
+                    ingress, input_span, slides, slot_cycles, tensor_load)
 from .structure import HwStructure, LayerTiles
 
 __all__ = ["fast_summary", "hwgen_cycles"]
@@ -79,6 +79,7 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
     l1w = {"input": 0, "weight": 0}
     macs = 0
     prev_keys = None          # the last step of the previous batch: its tensor keys
+    prev_cy = prev_x = None   # ... its input's channel and row positions, and its X start
     # level-0 combinations per batch, so a batch's expansion stays near _CHUNK_STEPS
     inner = int(np.prod([max(1, -(-t.t0[d] // t.t1[d])) for d in LOOP_DIMS]))
     per0 = max(1, _CHUNK_STEPS // inner)
@@ -108,7 +109,15 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
             head = np.array([True if prev_keys is None else bool(np.any(prev_keys[name] != k[:, 0]))])
             changed[name] = np.concatenate((head, diff))
         prev_keys = {name: k[:, -1] for name, k in keys.items()}
-        in_load, in_box = tensor_load(s, t, ing["input"], ext0, union)
+        # the input's slides (rules.slides): channels and rows as the step before, X past its start
+        ci, yi, xi = (LOOP_DIMS.index(d) for d in "CYX")
+        cy = np.stack([B0[ci], B0[yi], R1[ci], R1[yi]])
+        x_now = start[xi]
+        cy_prev = np.concatenate((cy[:, :1] if prev_cy is None else prev_cy[:, None], cy[:, :-1]), axis=1)
+        x_prev = np.concatenate(([x_now[0] if prev_x is None else prev_x], x_now[:-1]))
+        slide = changed["input"] & slides(s, t, np.all(cy == cy_prev, axis=0), x_prev, x_now)
+        prev_cy, prev_x = cy[:, -1], x_now[-1]
+        in_load, in_box = tensor_load(s, t, ing["input"], ext0, union, slide)
         w_load, w_box = tensor_load(s, t, ing["weight"], ext0, union)
         load = np.where(changed["input"], in_load, 0) + np.where(changed["weight"], w_load, 0)
         load = np.where(changed["input"] | changed["weight"], load + timing.load_latency_cycles, 0)
@@ -134,7 +143,9 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
             return lambda e: np.where(e > 0, input_span(e, st, f), 0)
 
         pes_c = pe_sum("C", ident)
-        in_words = pes_c * pe_sum("Y", span(sy, R)) * pe_sum("X", span(sx, S))
+        # (a slide writes its new columns: X_t * stride of them, X being spread by no level)
+        x_cols = np.where(slide, ext0["X"] * sx, pe_sum("X", span(sx, S)))
+        in_words = pes_c * pe_sum("Y", span(sy, R)) * x_cols
         w_words = pe_sum("K", ident) * pes_c * R * S
         for d, u in units.items():        # units spread over a dim the tensor ignores share its tile
             if d not in "CYX":

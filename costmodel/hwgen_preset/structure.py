@@ -7,13 +7,14 @@ writes the tiles; the schedule (:mod:`.walk`, :mod:`.fast`) reads both.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ..base import AccelgenError
 from ..dataflow.directives import Dataflow, SpatialMap, Sz
 from ..workload.layers import GEMM, Conv2D, ConvTranspose2D, Layer
 from ..workload.problem import problem_of
-from .rules import LOOP_DIMS, OUTPUT_DIMS, l1_shape, l1_words
+from .rules import LOOP_DIMS, OUTPUT_DIMS, l1_shape, l1_words, slide_eligible
 
 __all__ = ["HwStructure", "LayerTiles", "check_layer", "structure_of", "tiles_of", "structure_key"]
 
@@ -33,6 +34,7 @@ class HwStructure:
     pe_tile_max: dict[str, int]              # largest PE tile per dim (K C Y X R S) and stride
     max_stride: int
     simd_lanes: int = 1                      # MAC lanes per PE, over consecutive filter positions
+    slide_x: bool = False                    # the input's L1 rows keep columns as X slides (rules.slide_eligible)
 
     @property
     def used_pes(self) -> int:
@@ -69,12 +71,13 @@ class HwStructure:
         return {"num_pes": self.num_pes, "clusters": self.n0, "pes_per_cluster": self.n1,
                 "spatial": list(self.spatial), "loops": [f"L{lv}:{d}" for lv, d in self.loops],
                 "noc_words_per_cycle": self.noc_words_per_cycle, "pe_tile_max": dict(self.pe_tile_max),
-                "max_stride": self.max_stride, "simd_lanes": self.simd_lanes, "l1_words": self.l1_words()}
+                "max_stride": self.max_stride, "simd_lanes": self.simd_lanes, "slide_x": self.slide_x,
+                "l1_words": self.l1_words()}
 
 
 def structure_key(s: HwStructure) -> tuple:
     return (s.num_pes, s.n0, s.n1, s.spatial, s.loops, s.noc_words_per_cycle,
-            tuple(sorted(s.pe_tile_max.items())), s.max_stride, s.simd_lanes)
+            tuple(sorted(s.pe_tile_max.items())), s.max_stride, s.simd_lanes, s.slide_x)
 
 
 def _refuse(msg: str, where: str) -> AccelgenError:
@@ -103,8 +106,10 @@ def check_layer(layer: Layer) -> None:
 
 
 def structure_of(dataflow: Dataflow, layer: Layer, num_pes: int, *, noc_words_per_cycle: int = 1,
-                 max_filter: int = 3, max_stride: int = 2, simd_lanes: int = 1) -> HwStructure:
-    """The generation-time structure of ``dataflow`` (as rendered for ``layer``) on ``num_pes``."""
+                 max_filter: int = 3, max_stride: int = 2, simd_lanes: int = 1, slide: bool = True) -> HwStructure:
+    """The generation-time structure of ``dataflow`` (as rendered for ``layer``) on ``num_pes``;
+    with ``slide``, its input's L1 keeps columns as a window slides along ``X`` wherever the
+    structure allows (:func:`.rules.slide_eligible`)."""
     check_layer(layer)
     where = dataflow.name
     levels = dataflow.levels()
@@ -166,8 +171,9 @@ def structure_of(dataflow: Dataflow, layer: Layer, num_pes: int, *, noc_words_pe
     if unbounded:
         raise _refuse(f"dimension {unbounded[0]} is never mapped, so each PE would hold all of it; "
                       "expected a map of every dimension", where)
-    return HwStructure(num_pes, n0, n1, (spatial[0], spatial[1]), tuple(loops),
-                       noc_words_per_cycle, tile_max, max_stride, simd_lanes)
+    s = HwStructure(num_pes, n0, n1, (spatial[0], spatial[1]), tuple(loops),
+                    noc_words_per_cycle, tile_max, max_stride, simd_lanes)
+    return dataclasses.replace(s, slide_x=True) if slide and slide_eligible(s) else s
 
 
 def _max_tile(m, d: str, layer: Layer, max_filter: int, max_stride: int) -> int:

@@ -25,6 +25,7 @@ from .rules import (
     drain_runs,
     ingress,
     input_span,
+    slides,
     slot_cycles,
     tensor_load,
 )
@@ -103,13 +104,28 @@ def _union(s: HwStructure, t: LayerTiles, step: Step, di: int) -> tuple[int, int
     return start, end - start
 
 
-def _loads(s: HwStructure, t: LayerTiles, step: Step) -> dict[str, tuple[int, int]]:
+def _loads(s: HwStructure, t: LayerTiles, step: Step, slide: bool = False) -> dict[str, tuple[int, int]]:
     """``(issue cycles, words)`` of a load of each input tensor in ``step``
-    (:func:`.rules.tensor_load`)."""
+    (:func:`.rules.tensor_load`; ``slide``: the input's window slid, :func:`_slides`)."""
     ext = {d: _extent(s, t, step, di, (0, 0))[1] for di, d in enumerate(LOOP_DIMS)}
     union = {d: _union(s, t, step, di)[1] for di, d in enumerate(LOOP_DIMS)}
-    return {name: tuple(int(v) for v in tensor_load(s, t, ingress(s, name), ext, union))
+    return {name: tuple(int(v) for v in tensor_load(s, t, ingress(s, name), ext, union, slide and name == "input"))
             for name in ("input", "weight")}
+
+
+def _slides(s: HwStructure, t: LayerTiles, prev: Step | None, step: Step) -> bool:
+    """Whether ``step``'s input load is a slide (:func:`.rules.slides`) after ``prev``; the walk
+    checks what the rule assumes of the odometer: the window starts ``S - stride`` columns
+    before the last one's end."""
+    if prev is None:
+        return False
+    ci, yi, xi = (LOOP_DIMS.index(d) for d in "CYX")
+    same = all((prev.b0[i], prev.r1[i]) == (step.b0[i], step.r1[i]) for i in (ci, yi))
+    x_prev, e_prev = _extent(s, t, prev, xi, (0, 0))
+    x_now = _extent(s, t, step, xi, (0, 0))[0]
+    slid = bool(slides(s, t, same, x_prev, x_now))
+    assert not slid or x_now == x_prev + e_prev, "X tiles side by side"
+    return slid
 
 
 def _keys(step: Step) -> dict[str, tuple]:
@@ -130,11 +146,12 @@ def _groups(s: HwStructure, t: LayerTiles, step: Step) -> list[tuple[int, int]]:
 
 
 def step_costs(s: HwStructure, t: LayerTiles, step: Step, loaded: tuple[str, ...],
-               timing: TimingConstants = TIMING) -> dict[str, int]:
+               timing: TimingConstants = TIMING, slide: bool = False) -> dict[str, int]:
     """Busy cycles of each engine for one step: ``load`` (bringing in its tiles of the tensors in
-    ``loaded``), ``compute`` and ``drain`` (its finished outputs, if it ends an output tile)."""
+    ``loaded``; the input's new columns only where it slides), ``compute`` and ``drain`` (its
+    finished outputs, if it ends an output tile)."""
     w = s.noc_words_per_cycle
-    loads = _loads(s, t, step)
+    loads = _loads(s, t, step, slide)
     issue = sum(loads[name][0] for name in loaded)
     load = issue + timing.load_latency_cycles if loaded else 0
     ext = [_extent(s, t, step, di, (0, 0))[1] for di in range(4)]
@@ -163,7 +180,8 @@ def schedule_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TI
         loaded = tuple(name for name in ("input", "weight")
                        if i == 0 or keys[i][name] != keys[i - 1][name])
         ends = i == n - 1 or keys[i + 1]["output"] != keys[i]["output"]
-        c = step_costs(s, t, st, loaded, timing)
+        slide = "input" in loaded and _slides(s, t, seq[i - 1] if i else None, st)
+        c = step_costs(s, t, st, loaded, timing, slide)
         loads.append(c["load"])
         computes.append(c["compute"])
         drains.append(c["drain"] if ends else 0)
@@ -203,14 +221,16 @@ def _traffic(s: HwStructure, t: LayerTiles) -> dict:
     R, S, sy, sx = t.dims["R"], t.dims["S"], t.stride_y, t.stride_x
     pes = [(u0, u1) for u0 in range(s.n0) for u1 in range(s.n1)]
     for i, step in enumerate(seq):
-        loads = _loads(s, t, step)
+        slide = i > 0 and keys[i]["input"] != keys[i - 1]["input"] and _slides(s, t, seq[i - 1], step)
+        loads = _loads(s, t, step, slide)
         for name in ("input", "weight"):
             if i == 0 or keys[i][name] != keys[i - 1][name]:
                 l2r[name] += loads[name][1]
                 for pe in pes:
                     k, c, y, x = (_extent(s, t, step, di, pe)[1] for di in range(4))
                     if name == "input":
-                        l1w[name] += c * input_span(y, sy, R) * input_span(x, sx, S) if y and x and c else 0
+                        cols = x * sx if slide else input_span(x, sx, S)
+                        l1w[name] += c * input_span(y, sy, R) * cols if y and x and c else 0
                     else:
                         l1w[name] += k * c * R * S
         for pe in pes:
