@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
 
-from costmodel.hwgen_preset.rules import TIMING, l1_shape, l1_words, slide_columns
+from costmodel.hwgen_preset.rules import TIMING, l1_row_words, l1_shape, l1_words, slide_extent
 from costmodel.hwgen_preset.structure import HwStructure
 
 from .common import COORD, by_stride, pipe, registered, times, wire
@@ -108,15 +108,23 @@ class Compute:
         # or an issue now that is not the last), and that issue is not the last
         active_next = Mux(c_issue, ~all_end, c_active)
         c_continues = registered(m, (ctl.go_next["compute"] | active_next) & ~all_next, "c_continues")
-        # (a sliding design: where the step's input window starts in its L1 rows, modulo M)
-        col0 = None
-        M = slide_columns(s)
-        if M:
-            lg_m = (M - 1).bit_length()
-            ld_col0 = ctl.ahead(m, "ld", "cp_col0", lambda d: by_stride(d.start[3], g.stride_x, s.max_stride)[:lg_m])
-            col0 = {"ld": wire(m, Mux(ctl.ld.valid, ld_col0, 0), "cp_col0_next", lg_m),
-                    "cp": ctl.later(m, ld_col0, "cp")}
-        rd_in, rd_w, rd_on, ps_addr = cls._addresses(m, s, g, mac, rs, c_issue, bumps, col0)
+        # (a sliding design: where the step's input window starts in its L1, its first column
+        # modulo M and its first row modulo M_y, as fields of an address: _fields)
+        origin = None
+        fields = cls._fields(s)
+        if fields:
+            def first(d):
+                starts = {"col": (3, g.stride_x, "X"), "row": (2, g.stride_y, "Y")}
+                parts = []
+                for name, bits in fields:
+                    di, stride, dim = starts[name]
+                    parts.append(by_stride(d.start[di], stride, s.max_stride)[:bits] if slide_extent(s, dim)
+                                 else Const(0, bits))
+                return Cat(*parts)
+            ld_origin = ctl.ahead(m, "ld", "cp_origin", first)
+            origin = {"ld": wire(m, Mux(ctl.ld.valid, ld_origin, 0), "cp_origin_next", len(ld_origin)),
+                      "cp": ctl.later(m, ld_origin, "cp")}
+        rd_in, rd_w, rd_on, ps_addr = cls._addresses(m, s, g, mac, rs, c_issue, bumps, origin)
         # What the PEs are told is registered before the broadcast (its wires reach every PE),
         # the banks of the step computed with it, and again at each PE's input, so they see an
         # issue two cycles after it: the PEs read its operands at t+2, multiply at t+3 and
@@ -154,25 +162,39 @@ class Compute:
         return self._copies[group]
 
     @staticmethod
-    def _addresses(m: Module, s: HwStructure, g: Geometry, mac: dict, rs, issue, bumps: dict, col0=None):
+    def _fields(s: HwStructure) -> list:
+        """``(name, bits)`` of the low fields of a sliding design's input L1 address, each counted
+        modulo its size: the column (``l1_row_words`` of them) and, where windows slide along
+        ``Y``, the row (``M_y``); the channel above them.  Empty in any other design."""
+        if not (s.slide_x or s.slide_y):
+            return []
+        out = [("col", (l1_row_words(s) - 1).bit_length())]
+        if s.slide_y:
+            out.append(("row", (slide_extent(s, "Y") - 1).bit_length()))
+        return out
+
+    @classmethod
+    def _addresses(cls, m: Module, s: HwStructure, g: Geometry, mac: dict, rs, issue, bumps: dict, window=None):
         """The L1 addresses the counters point at, the same in every PE (its L1 is laid out by
         the largest tile): input ``[c][rows][cols]``, weight ``[k][c][R][S]``, partial sums
         ``[k][y][x]``; the SIMD lanes take filter positions ``f .. f+simd-1``.  The window's
         base in each tensor is counted alongside the counters (no multiplier: a register and
         one add per lane from a small table of ``f`` before the broadcast).  In a sliding design
-        (``col0``: the window's first column in its rows, of the step in ``ld`` and in ``cp``)
-        an input row is ``M`` columns (:func:`.rules.slide_columns`) holding column ``x`` at
-        ``x mod M``: the address's low bits are the column, counted modulo ``M`` apart from
-        the row's."""
-        M = slide_columns(s)
-        lg_m = (M - 1).bit_length() if M else 0
+        (``window``: where the input window starts, of the step in ``ld`` and in ``cp``) an input row is
+        ``M`` columns holding column ``x`` at ``x mod M`` (:func:`.rules.slide_extent`), or a
+        channel ``M_y`` rows holding row ``y`` at ``y mod M_y``: the address's low fields
+        (:meth:`_fields`) are counted each modulo its size, apart from the others."""
+        fields = cls._fields(s)
 
-        def col_add(a, b):
-            """``a + b`` whose column bits wrap modulo M (the row's bits add apart)."""
+        def field_add(a, b):
+            """``a + b`` field by field, each wrapping (the channel's bits add apart)."""
             a, b = Value.cast(a), Value.cast(b)
-            if not M:
-                return (a + b)[:COORD]
-            return Cat((a[:lg_m] + b[:lg_m])[:lg_m], (a[lg_m:] + b[lg_m:])[:COORD - lg_m])
+            parts, lo = [], 0
+            for _, bits in fields:
+                parts.append((a[lo:lo + bits] + b[lo:lo + bits])[:bits])
+                lo += bits
+            parts.append((a[lo:] + b[lo:])[:COORD - lo])
+            return Cat(*parts)
         t = s.pe_tile_max
         words = {name: banks * rows for name, (banks, rows) in l1_shape(s).items()}
         words["output"] = l1_words(t, s.max_stride)["output"]
@@ -197,13 +219,13 @@ class Compute:
             # (the input's base starts at the window's first column: 0, or in a sliding design
             # the step's column modulo M; the next step's at the last issue)
             origin = {"cp": Const(0, COORD), "ld": Const(0, COORD)}
-            if name == "in" and col0 is not None:
-                origin = col0
+            if name == "in" and window is not None:
+                origin = window
             with m.If(issue):
                 for i, n in enumerate(ORDER):
                     with m.If(bumps[n]):
                         if n in strides:
-                            nxt = col_add(regs[n], strides[n]) if name == "in" else (regs[n] + strides[n])[:COORD]
+                            nxt = field_add(regs[n], strides[n]) if name == "in" else (regs[n] + strides[n])[:COORD]
                             m.d.sync += [regs[d].eq(nxt) for d in dims if ORDER.index(d) >= i]
                         # a move of a counter no tensor base follows (f; y, x for the weight)
                         # keeps the base; the inner ones restart from it
@@ -232,7 +254,7 @@ class Compute:
         for lane in range(s.simd_lanes):
             f = wire(m, mac["f"] + lane, f"rd_f{lane}", COORD)
             ofs_in = wire(m, Array(offsets)[f], f"rd_ofs_in{lane}", COORD)
-            rd_in.append(wire(m, col_add(base["in"], ofs_in), f"rd_in{lane}", shape["input"]))
+            rd_in.append(wire(m, field_add(base["in"], ofs_in), f"rd_in{lane}", shape["input"]))
             # (the filter's words are consecutive in its L1: its position is the offset)
             rd_w.append(wire(m, base["w"] + f, f"rd_w{lane}", shape["weight"]))
             on.append(f < rs)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 
-from costmodel.hwgen_preset.rules import LOOP_DIMS, OUTPUT_DIMS, TENSOR_LOOP_DIMS, TIMING
+from costmodel.hwgen_preset.rules import LOOP_DIMS, OUTPUT_DIMS, TENSOR_LOOP_DIMS, TIMING, sliding
 from costmodel.hwgen_preset.structure import HwStructure
 
 from .common import COORD, kept_copy, multiply, pipe, registered, times, wire
@@ -48,7 +48,7 @@ class Controller:
     flushing: Signal        # driven by the top level: the drain's pipeline has writes in flight
     busy: Signal            # running, or starting (the start write is in its delay)
     shift: Signal | None = None     # (after elaborate) the descriptors shift at this cycle's edge
-    slide_pre: Value | None = None  # (after elaborate) the input's window in pre slid from ld's (a register)
+    slide_pre: dict | None = None   # (after elaborate) "X" / "Y": the input's window in pre slid from ld's (a register)
     pre: Desc | None = None         # (after elaborate) the step after ld
     pos: Desc | None = None         # (after elaborate) the odometer: the step after pre
     go_next: dict | None = None     # (after elaborate) "load" / "compute" / "drain": go_* of the next cycle
@@ -96,16 +96,22 @@ class Controller:
             return registered(m, expr, name)
 
         new_in = settled(~ld.valid | tensor_differs(pre, ld, TENSOR_LOOP_DIMS["input"]), "new_in")
-        # whether the input's window in pre slid from ld's (rules.slides): the same channels and
-        # rows, the X start past ld's (b0 then r1, compared as a pair: b0 is a multiple of the
-        # level-0 tile, r1 below it), at a stride narrower than the filter; the loader then
-        # sends its new columns (Loader.build) into the same buffer as ld's
-        self.slide_pre = Const(0, 1)
-        if s.slide_x:
-            xi = LOOP_DIMS.index("X")
-            forward = (pre.b0[xi] > ld.b0[xi]) | ((pre.b0[xi] == ld.b0[xi]) & (pre.r1[xi] > ld.r1[xi]))
-            narrow = g.static(g.stride_x < g.S, "slide_narrow", 1)
-            self.slide_pre = settled(ld.valid & narrow & ~tensor_differs(pre, ld, ("C", "Y")) & forward, "slide_pre")
+        # along which axis the input's window in pre slid from ld's (rules.slides): the same
+        # positions along the input's other loop dims, the start along the axis past ld's (b0
+        # then r1, compared as a pair: b0 is a multiple of the level-0 tile, r1 below it), at a
+        # stride narrower than the filter; the loader then sends its new columns or rows
+        # (Loader.build) into the same buffer as ld's
+        self.slide_pre = {}
+        for d in "XY":
+            self.slide_pre[d] = Const(0, 1)
+            if sliding(s, d):
+                di = LOOP_DIMS.index(d)
+                forward = (pre.b0[di] > ld.b0[di]) | ((pre.b0[di] == ld.b0[di]) & (pre.r1[di] > ld.r1[di]))
+                stride = g.stride_x if d == "X" else g.stride_y
+                narrow = g.static(stride < (g.S if d == "X" else g.R), f"slide_narrow_{d}", 1)
+                others = [o for o in TENSOR_LOOP_DIMS["input"] if o != d]
+                self.slide_pre[d] = settled(ld.valid & narrow & ~tensor_differs(pre, ld, others) & forward,
+                                            f"slide_pre_{d}")
         new_w = settled(~ld.valid | tensor_differs(pre, ld, TENSOR_LOOP_DIMS["weight"]), "new_w")
         ld_ends = settled(~pre.valid | tensor_differs(pre, ld, OUTPUT_DIMS), "ld_ends")
         # whether the step in cp ends its output tile (~ld.valid | ld's output tile differs from
@@ -240,7 +246,8 @@ class Controller:
             m.d.sync += cp_ends.eq(ld_ends)
             m.d.sync += [ld.valid.eq(pre.valid), ld.ld_in.eq(pre.valid & new_in),
                          ld.ld_w.eq(pre.valid & new_w),
-                         ld.bank_in.eq(ld.bank_in ^ (new_in & ~self.slide_pre)), ld.bank_w.eq(ld.bank_w ^ new_w),
+                         ld.bank_in.eq(ld.bank_in ^ (new_in & ~self.slide_pre["X"] & ~self.slide_pre["Y"])),
+                         ld.bank_w.eq(ld.bank_w ^ new_w),
                          ld.bank_ps.eq(ld.bank_ps ^ (ld.valid & ld_ends))]
             m.d.sync += [a.eq(b) for a, b in zip(ld.b0 + ld.r1, pre.b0 + pre.r1)]
             m.d.sync += pre.valid.eq(more)

@@ -128,7 +128,8 @@ def structure_from_dict(d: dict) -> HwStructure:
     loops = tuple((int(item.split(":")[0][1:]), item.split(":")[1]) for item in d["loops"])
     return HwStructure(int(d["num_pes"]), int(d["clusters"]), int(d["pes_per_cluster"]), tuple(d["spatial"]),
                        loops, int(d["noc_words_per_cycle"]), dict(d["pe_tile_max"]), int(d["max_stride"]),
-                       int(d.get("simd_lanes", 1)), bool(d.get("slide_x", False)))
+                       int(d.get("simd_lanes", 1)), bool(d.get("slide_x", False)),
+                       bool(d.get("slide_y", False)))
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
 
-from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, Ingress, ingress, slide_columns
+from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, Ingress, ingress, l1_row_words, slide_extent
 from costmodel.hwgen_preset.structure import HwStructure
 
 from .common import COORD, by_stride, registered, span, wire
@@ -60,11 +60,16 @@ class Loader:
         unions = [g.union_stages(di) for di in range(4)]
         tile = {d: (g.T0[d] if s.spatial[0] == d else g.T1[d]) for d in LOOP_DIMS}
 
-        # A sliding design (rules.slide_columns) keeps each input column x at x mod M of its
-        # L1 row: a run's first chunk goes to that column of the row, and a slide's runs start
+        # A sliding design (rules.slide_extent) keeps each input column x at x mod M of its L1
+        # row, or each input row y at y mod M_y of its channel: an L1 row's address (in rows of
+        # banks) has fields, the column (lg_c bits), the row (lg_r bits), the channel; a run's
+        # first chunk goes to its first column and row, and a slide's runs start
         # S - stride_x columns after the window's start, each X_t * stride_x columns long.
-        M = slide_columns(s)
-        lg_m = max(1, (M - 1).bit_length())
+        M, M_y = slide_extent(s, "X"), slide_extent(s, "Y")
+        sliding_in = bool(M or M_y)
+        lg_c = ((l1_row_words(s) // ing["input"].banks) - 1).bit_length() if sliding_in else 0
+        col_bits = max(1, lg_c)
+        lg_r = max(1, (M_y - 1).bit_length())
         slide = ctl.slide_pre
 
         def starts(desc):
@@ -79,8 +84,9 @@ class Loader:
 
         def extents(p):
             out = {d: unions[di][1](p[d]) for di, d in enumerate(LOOP_DIMS)}
-            if M:
-                out["col0"] = p["in_x"][:lg_m]
+            if sliding_in:
+                out["col0"] = p["in_x"][:lg_c] if M else Const(0, col_bits)
+                out["row0"] = p["in_y"][:lg_r] if M_y else Const(0, lg_r)
             out["prod"] = {"c": Product(p["C"]["start"], coef["in_sc"], A),
                            "y": Product(p["in_y"], coef["in_sy"], A), "x": Product(p["in_x"], coef["in_sx"], A),
                            "k": Product(p["K"]["start"], coef["w_sk"], A), "cw": Product(p["C"]["start"], coef["w_sc"], A)}
@@ -137,7 +143,8 @@ class Loader:
                     "c_rs": product_or_static(c_w, rs, "C" in ing["weight"].interleaved, "w_c_rs"),
                     "in_base": (pr["c"] + pr["y"] + pr["x"])[:A], "w_base": (pr["k"] + pr["cw"])[:A],
                     "in_phases": phases(p, "input"), "w_phases": phases(p, "weight"),
-                    **({"col0": p["col0"], "new_cols": by_stride(x_n, sx, s.max_stride)[:COORD]} if M else {})}
+                    **({"col0": p["col0"], "new_cols": by_stride(x_n, sx, s.max_stride)[:COORD],
+                        "row0": p["row0"], "new_rows": by_stride(y_n, sy, s.max_stride)[:COORD]} if sliding_in else {})}
 
         def phases(p, name):
             """The chunks a word takes in the step (rules.active_phases): with more classes than
@@ -156,12 +163,20 @@ class Loader:
             m1, m2 = mode[1], mode[2]
             in_box = {"base": p["in_base"], "n_outer": Mux(m2, 1, p["c_in"]), "n_inner": Mux(m1 | m2, 1, p["rows"]),
                       "run": Mux(m2, p["c_plane"], Mux(m1, p["y_rows"] + rows_extra, p["cols"])),
-                      "col0": Const(0, lg_m)}
-            if M:       # (a sliding design's input: a row a run, in_mode 0)
-                in_box.update(base=p["in_base"] + Mux(slide, slide_ofs, 0), run=Mux(slide, p["new_cols"], p["cols"]),
-                              col0=Mux(slide, p["col0"] + slide_cols, p["col0"]))
+                      "col0": Const(0, col_bits), "row0": Const(0, lg_r)}
+            if sliding_in:      # (a sliding design's input: a row a run, in_mode 0)
+                ofs, col0, row0 = Const(0, A), p["col0"], p["row0"]
+                if M:
+                    ofs = Mux(slide["X"], slide_ofs["X"], ofs)
+                    in_box["run"] = Mux(slide["X"], p["new_cols"], p["cols"])
+                    col0 = Mux(slide["X"], col0 + slide_first["X"], col0)
+                if M_y:
+                    ofs = Mux(slide["Y"], slide_ofs["Y"], ofs)
+                    in_box["n_inner"] = Mux(slide["Y"], p["new_rows"], p["rows"])
+                    row0 = Mux(slide["Y"], row0 + slide_first["Y"], row0)
+                in_box.update(base=p["in_base"] + ofs, col0=col0, row0=row0)
             w_box = {"base": p["w_base"], "n_outer": Mux(w_merge, 1, p["k_w"]), "n_inner": Const(1, COORD),
-                     "run": Mux(w_merge, p["k_crs"], p["c_rs"]), "col0": Const(0, lg_m)}
+                     "run": Mux(w_merge, p["k_crs"], p["c_rs"]), "col0": Const(0, col_bits), "row0": Const(0, lg_r)}
             for box, name, key in ((in_box, "input", "in_phases"), (w_box, "weight", "w_phases")):
                 c = chunk_of[name]
                 box["phases"] = p[key]
@@ -172,15 +187,17 @@ class Loader:
                     for k, n in widths.items()}
 
         widths = {"base": A, "n_outer": COORD, "n_inner": COORD, "run": A, "phases": len(Const(max_phases, range(max_phases + 1))),
-                  "wrap": A, "col0": lg_m}
-        if M:
-            # (a slide's first new column: S - stride_x after the window's start, in columns and
-            # in L2 words, static registers)
-            slide_cols = g.static((g.S - sx)[:lg_m], "slide_cols", lg_m)
-            # (S - stride_x is 1 .. S - 1 where the window slides: a choice of the coefficient's
-            # constant multiples, no multiplier)
-            slide_ofs = g.static(by_stride(coef["in_sx"], (g.S - sx)[:COORD], s.pe_tile_max["S"] - 1)[:A],
-                                 "slide_ofs", A)
+                  "wrap": A, "col0": col_bits, "row0": lg_r}
+        # (a slide's first new column (row): S - stride_x (R - stride_y) after the window's start,
+        # in columns (rows) and in L2 words, static registers; the difference is 1 .. S - 1 where
+        # the window slides: a choice of the coefficient's constant multiples, no multiplier)
+        slide_first, slide_ofs = {}, {}
+        for d, filt, stride, fits, c in (("X", S, sx, M, "in_sx"), ("Y", R, sy, M_y, "in_sy")):
+            if fits:
+                bits = lg_c if d == "X" else lg_r
+                slide_first[d] = g.static((filt - stride)[:bits], f"slide_first_{d}", bits)
+                most = s.pe_tile_max["S" if d == "X" else "R"] - 1
+                slide_ofs[d] = g.static(by_stride(coef[c], (filt - stride)[:COORD], most)[:A], f"slide_ofs_{d}", A)
         both = ctl.ahead(m, "ld", "box", starts, extents, spans, boxes)
         in_box = {k: both[f"in_{k}"] for k in widths}
         w_box = {k: both[f"w_{k}"] for k in widths}
@@ -209,7 +226,7 @@ class Loader:
         il_r, ol_r = Signal(COORD, name="l_inner_left"), Signal(COORD, name="l_outer_left")
         box = {k: wire(m, Mux(l_weight, w_box[k], in_box[k])[:len(in_box[k])], f"box_{k}")
                for k in ("base", "n_outer", "n_inner", "run", "outer_stride", "inner_stride", "outer_row", "inner_row",
-                         "phases", "wrap", "col0")}
+                         "phases", "wrap", "col0", "row0")}
         issuing = wire(m, l_active & ~l_tail, "issuing")
         # (a window's row is one run, written into one L1 row)
         in_window = wire(m, ~l_weight if ing["input"].window_x else Const(0, 1), "l_in_window")
@@ -230,13 +247,26 @@ class Loader:
         last_chunk, il_zero, ol_zero = (Signal(name=n) for n in ("last_chunk", "l_inner_zero", "l_outer_zero"))
         next_run, next_outer, box_end = (Signal(name=n) for n in ("l_next_run", "l_next_outer", "l_box_end"))
 
-        def at_col(row, col0):
-            """A run's first L1 row: in a sliding design, its first column's place in the row
-            (the row's own low bits are 0: its pitch is a multiple of M)."""
-            return row | col0 if M else row
+        def place(row, col0=0, row0=0):
+            """An L1 row of a sliding design's input: ``row`` (whose column and row fields are 0,
+            or its row field the run's row) with the first column ``col0`` (and row ``row0``)."""
+            if not sliding_in:
+                return row
+            col = Value.cast(col0)
+            col = Cat(col, Const(0, max(0, lg_c - len(col))))[:lg_c]
+            return row | Cat(col, row0)
+
+        def next_row(row, step):
+            """The L1 row ``step`` rows of the channel after ``row``: its row field counted modulo
+            M_y in a design whose windows slide along Y."""
+            if not M_y:
+                return (row + step)[:COORD]
+            lo, hi = lg_c, lg_c + lg_r
+            wrapped = Cat(row[:lo], (row[lo:hi] + step[lo:hi])[:lg_r], row[hi:])
+            return Mux(l_weight, row + step, wrapped)[:COORD]
 
         def restart(a, rem, row, il, ol, last, il0, ol0, y=0, col0=0):
-            return [a_r.eq(a), rem_r.eq(rem), row_r.eq(at_col(row, col0)), ph_r.eq(0), col_r.eq(0), il_r.eq(il), ol_r.eq(ol), y_r.eq(y),
+            return [a_r.eq(a), rem_r.eq(rem), row_r.eq(place(row, col0)), ph_r.eq(0), col_r.eq(0), il_r.eq(il), ol_r.eq(ol), y_r.eq(y),
                     last_chunk.eq(last), il_zero.eq(il0), ol_zero.eq(ol0),
                     next_run.eq(last & ~il0), next_outer.eq(last & il0 & ~ol0), box_end.eq(last & il0 & ol0)]
 
@@ -253,9 +283,10 @@ class Loader:
 
         def first(bx, name, tensor, now=False):
             last, il0, ol0 = flags(bx, tensor) if now else kept[name]
-            return restart(bx["base"], bx["run"], 0, bx["n_inner"] - 1, bx["n_outer"] - 1, last, il0, ol0,
+            start_row = place(Const(0, COORD), 0, bx["row0"])
+            return restart(bx["base"], bx["run"], start_row, bx["n_inner"] - 1, bx["n_outer"] - 1, last, il0, ol0,
                            col0=bx["col0"]) + [
-                run_a_r.eq(bx["base"]), out_a_r.eq(bx["base"]), run_row_r.eq(0), out_row_r.eq(0)]
+                run_a_r.eq(bx["base"]), out_a_r.eq(bx["base"]), run_row_r.eq(start_row), out_row_r.eq(start_row)]
         starts_load = ctl.go_load
         to_weights = wire(m, ~l_weight & ld.ld_w, "l_to_weights")
         # the run's next chunk: the next phase of the word, or the next words
@@ -263,7 +294,7 @@ class Loader:
             more = wire(m, ~last_phase, "l_more_phases")
             rem_next = wire(m, Mux(more, rem_r, rem_r - take), "l_rem_next", A)
             # (a sliding design's input row: the next column, modulo M)
-            row_next = (Mux(l_weight, row_r + 1, Cat((row_r[:lg_m] + 1)[:lg_m], row_r[lg_m:])) if M
+            row_next = (Mux(l_weight, row_r + 1, Cat((row_r[:lg_c] + 1)[:lg_c], row_r[lg_c:])) if M
                         else row_r + 1)
             m.d.sync += [a_r.eq(a_r + Mux(more, step, box["wrap"])), col_r.eq(col_r + W), rem_r.eq(rem_next),
                          ph_r.eq(Mux(more, ph_r + 1, 0)), row_r.eq(Mux(more | in_window, row_r, row_next))]
@@ -274,7 +305,7 @@ class Loader:
             m.d.sync += [last_chunk.eq(last_next), next_run.eq(last_next & ~il_zero),
                          next_outer.eq(last_next & il_zero & ~ol_zero), box_end.eq(last_next & il_zero & ol_zero)]
         with m.If(issuing & next_run):              # the next run
-            nxt_a, nxt_row = run_a_r + box["inner_stride"], run_row_r + box["inner_row"]
+            nxt_a, nxt_row = run_a_r + box["inner_stride"], next_row(run_row_r, box["inner_row"])
             m.d.sync += restart(nxt_a, box["run"], nxt_row, il_r - 1, ol_r, fits, il_r == 1, ol_zero, y_r + 1,
                                 col0=box["col0"])
             m.d.sync += [run_a_r.eq(nxt_a), run_row_r.eq(nxt_row)]

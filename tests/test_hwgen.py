@@ -21,7 +21,7 @@ from costmodel.dataflow.library import library_dataflow
 from costmodel.hardware.hardware import NoCLevel, builtin_hardware
 from costmodel.hwgen_preset.fast import fast_summary, hwgen_cycles
 from costmodel.hwgen_preset.preset import hwgen_layer, hwgen_structure, l2_split
-from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, host_offset_bits, l1_bytes, slide_columns
+from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, host_offset_bits, l1_bytes, slide_extent
 from costmodel.hwgen_preset.structure import structure_of, tiles_of
 from costmodel.hwgen_preset.walk import _extent, reference_summary, steps
 from costmodel.workload.layers import GEMM, Conv2D
@@ -144,14 +144,15 @@ def test_preset_is_the_schedule():
     assert at(64).runtime_cycles == at(128).runtime_cycles < r.runtime_cycles
 
 
-def test_input_windows_slide_along_x_in_l1():
+def test_input_windows_slide_in_l1():
     """A window that moves along X loads only its new columns: on tiny, kcp's 3x3 windows over a
     6x6 input (4x4 outputs) load 3 rows x 3 columns for the first output of each row and 3 x 1
-    for the next three, a word of each of the 8 classes a column (C = 4, padded to the 8 PEs)."""
+    for the next three, a word of each of the 8 classes a column (C = 4, padded to the 8 PEs);
+    along Y, only its new rows."""
     layer = Conv2D("c", K=8, C=4, Y=6, X=6, R=3, S=3)
     df = resolve_dataflow("kcp", layer, TINY)
     s, t, f = hwgen_layer(df, layer, TINY)
-    assert s.slide_x and slide_columns(s) == 4          # two windows of 3 columns at stride 1 (or one at 2)
+    assert s.slide_x and slide_extent(s, "X") == 4         # two windows of 3 columns at stride 1 (or one at 2)
     per_row = 8 * (3 * 3 + 3 * (3 * 1))                 # classes x (first window + three slides)
     assert f["l2_reads"]["input"] == 8 * 4 * per_row    # K x Y rows of windows
     assert f["l1_writes"]["input"] == 8 * 4 * (3 * 3 + 3 * 3) * 4   # K x Y x (first + slides) x the 4 busy PEs
@@ -168,6 +169,17 @@ def test_input_windows_slide_along_x_in_l1():
     # designs whose PEs spread X, or take several words of a chunk, keep the window a row
     for name, hw in (("xp", TINY), ("kcp", replace(TINY, noc=(NoCLevel(16, 1),)))):
         assert not hwgen_structure(resolve_dataflow(name, layer, hw), layer, hw, fit=[layer]).slide_x
+    # xp on tiny: the 5 output columns of a 7-wide input fit the 8 PEs, so the window moves
+    # along Y, a row at a time: per (filter, channel), 3 rows of 7 words, then 1 for each of the
+    # next three output rows; each of the 5 busy PEs writes its 3 columns of them
+    tall = Conv2D("t", K=5, C=3, Y=6, X=7, R=3, S=3)
+    sy, ty, fy = hwgen_layer(resolve_dataflow("xp", tall, TINY), tall, TINY)
+    assert sy.slide_y and not sy.slide_x and slide_extent(sy, "Y") == 4
+    assert fy["l2_reads"]["input"] == 5 * 3 * (3 + 3 * 1) * 7
+    assert fy["l1_writes"]["input"] == 5 * 3 * (3 + 3 * 1) * 5 * 3
+    whole = fast_summary(replace(sy, slide_y=False), ty)
+    assert whole["l2_reads"]["input"] == 5 * 3 * 4 * 3 * 7 and whole["cycles"] > fy["cycles"]
+    assert reference_summary(sy, ty)["cycles"] == fy["cycles"]
 
 
 def test_timing_constants_the_rtl_cannot_build_are_refused():

@@ -79,7 +79,7 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
     l1w = {"input": 0, "weight": 0}
     macs = 0
     prev_keys = None          # the last step of the previous batch: its tensor keys
-    prev_cy = prev_x = None   # ... its input's channel and row positions, and its X start
+    prev_pos = None           # ... its input's positions (b0 and r1 of C, Y, X)
     # level-0 combinations per batch, so a batch's expansion stays near _CHUNK_STEPS
     inner = int(np.prod([max(1, -(-t.t0[d] // t.t1[d])) for d in LOOP_DIMS]))
     per0 = max(1, _CHUNK_STEPS // inner)
@@ -109,15 +109,18 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
             head = np.array([True if prev_keys is None else bool(np.any(prev_keys[name] != k[:, 0]))])
             changed[name] = np.concatenate((head, diff))
         prev_keys = {name: k[:, -1] for name, k in keys.items()}
-        # the input's slides (rules.slides): channels and rows as the step before, X past its start
-        ci, yi, xi = (LOOP_DIMS.index(d) for d in "CYX")
-        cy = np.stack([B0[ci], B0[yi], R1[ci], R1[yi]])
-        x_now = start[xi]
-        cy_prev = np.concatenate((cy[:, :1] if prev_cy is None else prev_cy[:, None], cy[:, :-1]), axis=1)
-        x_prev = np.concatenate(([x_now[0] if prev_x is None else prev_x], x_now[:-1]))
-        slide = changed["input"] & slides(s, t, np.all(cy == cy_prev, axis=0), x_prev, x_now)
-        prev_cy, prev_x = cy[:, -1], x_now[-1]
-        in_load, in_box = tensor_load(s, t, ing["input"], ext0, union, slide)
+        # the input's slides (rules.slides): along X (Y), the same channels and rows (columns)
+        # as the step before, and a start past its one
+        pos = np.concatenate((B0[1:], R1[1:]))          # (C, Y, X of b0, then of r1)
+        before = np.concatenate((pos[:, :1] if prev_pos is None else prev_pos[:, None], pos[:, :-1]), axis=1)
+        prev_pos = pos[:, -1]
+        slide = {}
+        for d in "XY":
+            di = LOOP_DIMS.index(d)
+            others = [i for i in range(6) if i % 3 != di - 1]
+            same = np.all(pos[others] == before[others], axis=0)
+            slide[d] = changed["input"] & slides(s, t, d, same, before[di - 1] + before[di + 2], start[di])
+        in_load, in_box = tensor_load(s, t, ing["input"], ext0, union, slide["X"], slide["Y"])
         w_load, w_box = tensor_load(s, t, ing["weight"], ext0, union)
         load = np.where(changed["input"], in_load, 0) + np.where(changed["weight"], w_load, 0)
         load = np.where(changed["input"] | changed["weight"], load + timing.load_latency_cycles, 0)
@@ -143,9 +146,10 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
             return lambda e: np.where(e > 0, input_span(e, st, f), 0)
 
         pes_c = pe_sum("C", ident)
-        # (a slide writes its new columns: X_t * stride of them, X being spread by no level)
-        x_cols = np.where(slide, ext0["X"] * sx, pe_sum("X", span(sx, S)))
-        in_words = pes_c * pe_sum("Y", span(sy, R)) * x_cols
+        # (a slide writes its new columns, X_t * stride of them, or rows: no level spreads them)
+        x_cols = np.where(slide["X"], ext0["X"] * sx, pe_sum("X", span(sx, S)))
+        y_rows = np.where(slide["Y"], ext0["Y"] * sy, pe_sum("Y", span(sy, R)))
+        in_words = pes_c * y_rows * x_cols
         w_words = pe_sum("K", ident) * pes_c * R * S
         for d, u in units.items():        # units spread over a dim the tensor ignores share its tile
             if d not in "CYX":

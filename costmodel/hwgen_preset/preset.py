@@ -62,9 +62,13 @@ def hwgen_structure(dataflow: Dataflow, layer: Layer, hw: Hardware, *,
     max_stride = max([1] + [max(problem_of(l).strides.values()) for l in convs])   # as laid out in L2
     s = structure_of(dataflow, layer, hw.num_pes, noc_words_per_cycle=w, max_filter=max_filter,
                      max_stride=max_stride, simd_lanes=hw.simd_lanes)
-    if s.slide_x and l1_bytes(s.l1_words()) > hw.l1_bytes_per_pe:
-        # (a sliding input's rows hold two windows: where they do not fit, a window a row)
-        s = dataclasses.replace(s, slide_x=False)
+    # (a sliding input's rows, or channels, hold two windows: where they do not fit, it slides
+    # along fewer axes, X before Y, or none)
+    for x, y in ((s.slide_x, s.slide_y), (s.slide_x, False), (False, s.slide_y), (False, False)):
+        fitted = dataclasses.replace(s, slide_x=x, slide_y=y)
+        if l1_bytes(fitted.l1_words()) <= hw.l1_bytes_per_pe:
+            s = fitted
+            break
     need = l1_bytes(s.l1_words())
     if need > hw.l1_bytes_per_pe:
         raise AccelgenError(f"the PE tiles need {need} B of L1 (double-buffered), the hardware has "

@@ -22,7 +22,7 @@ __all__ = ["HW_DIMS", "LOOP_DIMS", "OUTPUT_DIMS", "TENSOR_DIMS", "TENSOR_LOOP_DI
            "TimingConstants", "TIMING", "check_timing", "bounding_engine", "l1_words", "l1_bytes",
            "input_span", "host_offset_bits", "WORD_BITS", "slot_cycles", "drain_runs", "drain_latency", "reduction_levels", "input_runs", "weight_runs", "load_issue_cycles",
            "MAX_WORDS_PER_CHUNK", "Ingress", "ingress", "spread_tile", "class_box", "tensor_load", "padded_dim", "l2_layout_words", "spread_units", "within", "box_runs", "l2_coefficients", "l1_pitches", "l1_shape", "active_phases", "l2_axes", "input_mode", "weight_merged", "input_window_banks",
-           "l2_address_bits", "slide_eligible", "slide_columns", "slides"]
+           "l2_address_bits", "SLIDE_FILTER", "slide_eligible", "sliding", "slide_extent", "l1_row_words", "slides"]
 
 HW_DIMS = ("K", "C", "Y", "X", "R", "S")
 LOOP_DIMS = ("K", "C", "Y", "X")          # R and S are always whole inside a PE's tile
@@ -240,7 +240,7 @@ def box_runs(s, t, ing: Ingress, box: Mapping):
     if ing.tensor == "input":
         rows = input_span(box["Y"], t.stride_y, R)
         cols = input_span(box["X"], t.stride_x, S)
-        if ing.window_x or ing.window_y or s.slide_x:     # (a row a run: input_mode)
+        if ing.window_x or ing.window_y or s.slide_x or s.slide_y:     # (a row a run: input_mode)
             return box["C"] * rows, cols
         return input_runs(box["C"], rows, cols, *_block_rows_cols(s, t, ing))
     return weight_runs(box["K"], box["C"], within(s, t, ing, "C"), R, S)
@@ -253,59 +253,88 @@ def _block_rows_cols(s, t, ing: Ingress) -> tuple[int, int]:
                  for d, n in (("Y", t.in_rows), ("X", t.in_cols)))
 
 
-def tensor_load(s, t, ing: Ingress, ext: Mapping, union: Mapping, slide=False):
+def tensor_load(s, t, ing: Ingress, ext: Mapping, union: Mapping, slide_x=False, slide_y=False):
     """``(issue cycles, words)`` of one load of ``ing``'s tensor in a step whose PE (0, 0) tile
     and union have extents ``ext`` and ``union`` per loop dim (integers or numpy arrays): each
     run of its class box (:func:`box_runs`) in groups of ``per_pe`` words, a chunk a group
     (``chunks_per_word`` chunks a word when the classes outnumber the lanes); a window's rows
-    in chunks of ``W`` words.  Where ``slide`` (a bool or an array of them: the input's window
-    slid along ``X``, :func:`slides`), the input's rows hold only the new columns,
-    ``ext["X"] * stride_x`` of them (:func:`slide_columns`)."""
+    in chunks of ``W`` words.  Where the input's window slid (``slide_x``, ``slide_y``: bools
+    or arrays of them, :func:`slides`), it loads only its new columns (``ext["X"] * stride_x``
+    of each row) or its new rows (``ext["Y"] * stride_y`` of each channel)."""
     W = s.noc_words_per_cycle
     box = class_box(s, t, ing, ext, union)
     runs, length = box_runs(s, t, ing, box)
     n = ing.classes
+    if ing.tensor == "input" and (s.slide_x or s.slide_y):      # (a row a run: box_runs)
+        runs = np.where(slide_y, box["C"] * ext["Y"] * t.stride_y, runs)
+        length = np.where(slide_x, ext["X"] * t.stride_x, length)
     if ing.window_x or ing.window_y:
         return runs * -(-(length * n) // W), runs * length * n
-    if ing.tensor == "input" and s.slide_x:       # (a row a run, of its new columns)
-        length = np.where(slide, ext["X"] * t.stride_x, length)
     return runs * -(-length // ing.per_pe) * active_phases(s, t, ing, union), runs * length * n
 
 
-def slide_eligible(s) -> bool:
-    """Whether structure ``s`` can keep its input's columns in its L1 as a window slides along
-    ``X`` (``docs/timing.md``, "Load"): ``X`` is a loop that no level spreads, the filters may be
-    wider than one column, and the input is sent a word of each class a chunk (one bank: the
-    columns a step adds start at any column, which a PE's single bank takes at any row)."""
+#: The input's axes a window slides along, with the filter's dimension along each.
+SLIDE_FILTER = {"X": "S", "Y": "R"}
+
+
+def slide_eligible(s, d: str) -> bool:
+    """Whether structure ``s`` can keep its input's columns (``d = "X"``) or rows (``"Y"``) in its
+    L1 as a window slides along ``d`` (``docs/timing.md``, "Load"): ``d`` is a loop that no level
+    spreads, the filters may be wider than one, and the input's PEs do not hold windows of
+    neighbouring rows.  Along ``X``, the input is sent a word of each class a chunk and not as an
+    aligned window (the columns a step adds start at any column, which a PE's one bank takes at
+    any row); along ``Y``, each row is a run of its own in every ingress."""
     ing = ingress(s, "input")
-    return ("X" not in s.spatial and any(d == "X" for _, d in s.loops) and s.pe_tile_max["S"] > 1
-            and not (ing.window_x or ing.window_y) and ing.per_pe == 1)
+    if d in s.spatial or not any(x == d for _, x in s.loops) or s.pe_tile_max[SLIDE_FILTER[d]] <= 1 or ing.window_y:
+        return False
+    return d == "Y" or (not ing.window_x and ing.per_pe == 1)
 
 
-def slide_columns(s) -> int:
-    """Columns of a PE's input L1 row in a sliding design (0 in any other): a power of two
-    ``M``, each input column ``x`` of the layer (padded) at ``x mod M`` of its row, with room for
-    two windows side by side, the one computed and the next one, which a slide writes beside it
-    (``Xt·s + (Xt-1)·s + S`` columns at a stride ``s < S`` that slides; any window at the largest
-    stride)."""
-    if not s.slide_x:
+def sliding(s, d: str) -> bool:
+    """Whether structure ``s``'s input windows slide along ``d`` in L1."""
+    return s.slide_x if d == "X" else s.slide_y
+
+
+def slide_extent(s, d: str) -> int:
+    """Columns (``d = "X"``) or rows (``"Y"``) of a PE's input L1 in a design whose windows slide
+    along ``d`` (0 in any other): a power of two ``M``, each input column (row) ``i`` of the layer
+    (padded) at ``i mod M``, with room for two windows side by side, the one computed and the
+    next one, which a slide writes beside it (``T·s + (T-1)·s + F`` at a stride ``s < F`` that
+    slides, ``T`` the largest tile, ``F`` the filter; any window at the largest stride)."""
+    if not sliding(s, d):
         return 0
-    Xt, S = s.pe_tile_max["X"], s.pe_tile_max["S"]
-    slid = min(s.max_stride, S - 1)
-    need = max(input_span(Xt, s.max_stride, S), Xt * slid + input_span(Xt, slid, S))
+    T, F = s.pe_tile_max[d], s.pe_tile_max[SLIDE_FILTER[d]]
+    slid = min(s.max_stride, F - 1)
+    need = max(input_span(T, s.max_stride, F), T * slid + input_span(T, slid, F))
     return 1 << (need - 1).bit_length()
 
 
-def slides(s, t, same_c_y, x_prev, x_now):
-    """Whether a step's input load is a *slide* (integers, bools or numpy arrays): a sliding
-    design (:func:`slide_eligible`), a stride along ``X`` narrower than the filter (windows
-    overlap), the same channels and rows as the step before (``same_c_y``) and an ``X`` start
-    past its one (``x_prev`` < ``x_now``, in output columns): the odometer's ``X`` tiles are
-    side by side, so the new window starts ``S - stride`` columns before the last one's end
-    and only its last ``X_t · stride`` columns are new."""
-    if not s.slide_x or t.stride_x >= t.dims["S"]:
-        return np.zeros_like(np.asarray(same_c_y), dtype=bool) if np.ndim(same_c_y) else False
-    return np.logical_and(same_c_y, np.asarray(x_now) > np.asarray(x_prev))
+def l1_row_words(s) -> int:
+    """Words of an input row in a PE's L1 in a sliding design (0 in any other): ``M`` columns
+    along ``X``; a power of two along ``Y`` alone (the row's banks for an X window, else its
+    largest row, padded), so that a row's place is a field of the L1 address."""
+    if not (s.slide_x or s.slide_y):
+        return 0
+    ing = ingress(s, "input")
+    if s.slide_x:
+        return slide_extent(s, "X")
+    if ing.window_x:
+        return ing.banks
+    cols = input_span(s.pe_tile_max["X"], s.max_stride, s.pe_tile_max["S"])
+    return 1 << (-(-cols // ing.per_pe) * ing.per_pe - 1).bit_length()
+
+
+def slides(s, t, d: str, same, prev, now):
+    """Whether a step's input load is a *slide* along ``d`` (integers, bools or numpy arrays): a
+    design whose windows slide along ``d`` (:func:`slide_eligible`), a stride along ``d``
+    narrower than the filter (windows overlap), the same positions as the step before along the
+    input's other loop dims (``same``) and a start along ``d`` past its one (``prev`` < ``now``,
+    in output coordinates): the odometer's tiles are side by side, so the new window starts
+    ``F - stride`` before the last one's end and only its last ``T · stride`` are new."""
+    stride = t.stride_x if d == "X" else t.stride_y
+    if not sliding(s, d) or stride >= t.dims[SLIDE_FILTER[d]]:
+        return np.zeros_like(np.asarray(same), dtype=bool) if np.ndim(same) else False
+    return np.logical_and(same, np.asarray(now) > np.asarray(prev))
 
 
 def active_phases(s, t, ing: Ingress, union: Mapping):
@@ -385,10 +414,10 @@ def input_mode(s, t) -> int:
     """How the loader sends the input's class boxes, the same in every step of the layer
     (:func:`box_runs`): 0 a run per row, 1 a run per channel (the box spans whole rows), 2 one
     run (whole channels too).  A window is always 0, and so is a sliding design's input (its
-    rows are at a pitch of :func:`slide_columns`; a word of each class a chunk, so merged runs
+    rows are at a pitch of :func:`l1_row_words`; a word of each class a chunk, so merged runs
     would take no fewer chunks)."""
     ing = ingress(s, "input")
-    if ing.window_x or ing.window_y or s.slide_x:
+    if ing.window_x or ing.window_y or s.slide_x or s.slide_y:
         return 0
     # (PE (0, 0)'s whole tile is the PE tile, t1: a dimension spread across clusters keeps it)
     rows = input_span(t.t1["Y"], t.stride_y, t.dims["R"])
@@ -415,13 +444,13 @@ def l1_pitches(s, t) -> dict[str, int]:
     def pad(v, P):
         return -(-v // P) * P
     mode, P = input_mode(s, t), ing_in.per_pe
-    if ing_in.window_x or ing_in.window_y:
+    if s.slide_x or s.slide_y:
+        # (each input column or row at its own modulo M: a slide writes the new ones beside the window)
+        row = l1_row_words(s)
+        ch = (slide_extent(s, "Y") or rows) * row
+    elif ing_in.window_x or ing_in.window_y:
         # (a row of the union a run: the PE's rows are its window's, a row of banks each)
         row = ing_in.banks if ing_in.window_x else pad(cols, P)
-        ch = rows * row
-    elif mode == 0 and s.slide_x:
-        # (each input column at its column modulo M: a slide writes the new columns beside the window)
-        row = slide_columns(s)
         ch = rows * row
     elif mode == 0:
         row, ch = pad(cols, P), rows * pad(cols, P)
@@ -450,8 +479,8 @@ def l1_shape(s) -> dict[str, tuple[int, int]]:
     cols = input_span(t["X"], s.max_stride, t["S"])
     ing = ingress(s, "input")
     # (a window's row of banks holds an input row; else each input row starts a row of banks)
-    row = 1 if ing.window_x else slide_columns(s) or -(-cols // ing.banks)
-    out["input"] = (ing.banks, t["C"] * rows * row)
+    row = -(-(l1_row_words(s) or (ing.banks if ing.window_x else cols)) // ing.banks)
+    out["input"] = (ing.banks, t["C"] * (slide_extent(s, "Y") or rows) * row)
     P = ingress(s, "weight").per_pe
     out["weight"] = (P, t["K"] * -(-(t["C"] * t["R"] * t["S"]) // P))
     return out

@@ -35,6 +35,7 @@ class HwStructure:
     max_stride: int
     simd_lanes: int = 1                      # MAC lanes per PE, over consecutive filter positions
     slide_x: bool = False                    # the input's L1 rows keep columns as X slides (rules.slide_eligible)
+    slide_y: bool = False                    # ... its L1 channels keep rows as Y slides
 
     @property
     def used_pes(self) -> int:
@@ -72,12 +73,12 @@ class HwStructure:
                 "spatial": list(self.spatial), "loops": [f"L{lv}:{d}" for lv, d in self.loops],
                 "noc_words_per_cycle": self.noc_words_per_cycle, "pe_tile_max": dict(self.pe_tile_max),
                 "max_stride": self.max_stride, "simd_lanes": self.simd_lanes, "slide_x": self.slide_x,
-                "l1_words": self.l1_words()}
+                "slide_y": self.slide_y, "l1_words": self.l1_words()}
 
 
 def structure_key(s: HwStructure) -> tuple:
     return (s.num_pes, s.n0, s.n1, s.spatial, s.loops, s.noc_words_per_cycle,
-            tuple(sorted(s.pe_tile_max.items())), s.max_stride, s.simd_lanes, s.slide_x)
+            tuple(sorted(s.pe_tile_max.items())), s.max_stride, s.simd_lanes, s.slide_x, s.slide_y)
 
 
 def _refuse(msg: str, where: str) -> AccelgenError:
@@ -108,8 +109,8 @@ def check_layer(layer: Layer) -> None:
 def structure_of(dataflow: Dataflow, layer: Layer, num_pes: int, *, noc_words_per_cycle: int = 1,
                  max_filter: int = 3, max_stride: int = 2, simd_lanes: int = 1, slide: bool = True) -> HwStructure:
     """The generation-time structure of ``dataflow`` (as rendered for ``layer``) on ``num_pes``;
-    with ``slide``, its input's L1 keeps columns as a window slides along ``X`` wherever the
-    structure allows (:func:`.rules.slide_eligible`)."""
+    with ``slide``, its input's L1 keeps columns (rows) as a window slides along ``X`` (``Y``)
+    wherever the structure allows (:func:`.rules.slide_eligible`)."""
     check_layer(layer)
     where = dataflow.name
     levels = dataflow.levels()
@@ -173,7 +174,9 @@ def structure_of(dataflow: Dataflow, layer: Layer, num_pes: int, *, noc_words_pe
                       "expected a map of every dimension", where)
     s = HwStructure(num_pes, n0, n1, (spatial[0], spatial[1]), tuple(loops),
                     noc_words_per_cycle, tile_max, max_stride, simd_lanes)
-    return dataclasses.replace(s, slide_x=True) if slide and slide_eligible(s) else s
+    if not slide:
+        return s
+    return dataclasses.replace(s, slide_x=slide_eligible(s, "X"), slide_y=slide_eligible(s, "Y"))
 
 
 def _max_tile(m, d: str, layer: Layer, max_filter: int, max_stride: int) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, Mapping
 
 from .rules import (
     LOOP_DIMS,
@@ -104,28 +104,33 @@ def _union(s: HwStructure, t: LayerTiles, step: Step, di: int) -> tuple[int, int
     return start, end - start
 
 
-def _loads(s: HwStructure, t: LayerTiles, step: Step, slide: bool = False) -> dict[str, tuple[int, int]]:
+def _loads(s: HwStructure, t: LayerTiles, step: Step, slide: Mapping[str, bool] | None = None
+           ) -> dict[str, tuple[int, int]]:
     """``(issue cycles, words)`` of a load of each input tensor in ``step``
-    (:func:`.rules.tensor_load`; ``slide``: the input's window slid, :func:`_slides`)."""
+    (:func:`.rules.tensor_load`; ``slide``: along which axes the input's window slid, :func:`_slides`)."""
     ext = {d: _extent(s, t, step, di, (0, 0))[1] for di, d in enumerate(LOOP_DIMS)}
     union = {d: _union(s, t, step, di)[1] for di, d in enumerate(LOOP_DIMS)}
-    return {name: tuple(int(v) for v in tensor_load(s, t, ingress(s, name), ext, union, slide and name == "input"))
+    slide = slide or {}
+    return {name: tuple(int(v) for v in tensor_load(s, t, ingress(s, name), ext, union,
+                                                     *(name == "input" and slide.get(d, False) for d in "XY")))
             for name in ("input", "weight")}
 
 
-def _slides(s: HwStructure, t: LayerTiles, prev: Step | None, step: Step) -> bool:
-    """Whether ``step``'s input load is a slide (:func:`.rules.slides`) after ``prev``; the walk
-    checks what the rule assumes of the odometer: the window starts ``S - stride`` columns
-    before the last one's end."""
+def _slides(s: HwStructure, t: LayerTiles, prev: Step | None, step: Step) -> dict[str, bool]:
+    """Along which axes ``step``'s input window slid after ``prev``'s (:func:`.rules.slides`); the
+    walk checks what the rule assumes of the odometer: the window's tile starts where the last
+    one's ends."""
+    out = {"X": False, "Y": False}
     if prev is None:
-        return False
-    ci, yi, xi = (LOOP_DIMS.index(d) for d in "CYX")
-    same = all((prev.b0[i], prev.r1[i]) == (step.b0[i], step.r1[i]) for i in (ci, yi))
-    x_prev, e_prev = _extent(s, t, prev, xi, (0, 0))
-    x_now = _extent(s, t, step, xi, (0, 0))[0]
-    slid = bool(slides(s, t, same, x_prev, x_now))
-    assert not slid or x_now == x_prev + e_prev, "X tiles side by side"
-    return slid
+        return out
+    for d, other in (("X", "CY"), ("Y", "CX")):
+        di = LOOP_DIMS.index(d)
+        same = all((prev.b0[i], prev.r1[i]) == (step.b0[i], step.r1[i]) for i in map(LOOP_DIMS.index, other))
+        start_prev, e_prev = _extent(s, t, prev, di, (0, 0))
+        start = _extent(s, t, step, di, (0, 0))[0]
+        out[d] = bool(slides(s, t, d, same, start_prev, start))
+        assert not out[d] or start == start_prev + e_prev, "tiles side by side"
+    return out
 
 
 def _keys(step: Step) -> dict[str, tuple]:
@@ -146,9 +151,9 @@ def _groups(s: HwStructure, t: LayerTiles, step: Step) -> list[tuple[int, int]]:
 
 
 def step_costs(s: HwStructure, t: LayerTiles, step: Step, loaded: tuple[str, ...],
-               timing: TimingConstants = TIMING, slide: bool = False) -> dict[str, int]:
+               timing: TimingConstants = TIMING, slide: Mapping[str, bool] | None = None) -> dict[str, int]:
     """Busy cycles of each engine for one step: ``load`` (bringing in its tiles of the tensors in
-    ``loaded``; the input's new columns only where it slides), ``compute`` and ``drain`` (its
+    ``loaded``; the input's new columns or rows only where it ``slide``-s), ``compute`` and ``drain`` (its
     finished outputs, if it ends an output tile)."""
     w = s.noc_words_per_cycle
     loads = _loads(s, t, step, slide)
@@ -180,7 +185,7 @@ def schedule_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TI
         loaded = tuple(name for name in ("input", "weight")
                        if i == 0 or keys[i][name] != keys[i - 1][name])
         ends = i == n - 1 or keys[i + 1]["output"] != keys[i]["output"]
-        slide = "input" in loaded and _slides(s, t, seq[i - 1] if i else None, st)
+        slide = _slides(s, t, seq[i - 1] if i else None, st) if "input" in loaded else None
         c = step_costs(s, t, st, loaded, timing, slide)
         loads.append(c["load"])
         computes.append(c["compute"])
@@ -221,7 +226,7 @@ def _traffic(s: HwStructure, t: LayerTiles) -> dict:
     R, S, sy, sx = t.dims["R"], t.dims["S"], t.stride_y, t.stride_x
     pes = [(u0, u1) for u0 in range(s.n0) for u1 in range(s.n1)]
     for i, step in enumerate(seq):
-        slide = i > 0 and keys[i]["input"] != keys[i - 1]["input"] and _slides(s, t, seq[i - 1], step)
+        slide = _slides(s, t, seq[i - 1], step) if i > 0 and keys[i]["input"] != keys[i - 1]["input"] else {}
         loads = _loads(s, t, step, slide)
         for name in ("input", "weight"):
             if i == 0 or keys[i][name] != keys[i - 1][name]:
@@ -229,8 +234,9 @@ def _traffic(s: HwStructure, t: LayerTiles) -> dict:
                 for pe in pes:
                     k, c, y, x = (_extent(s, t, step, di, pe)[1] for di in range(4))
                     if name == "input":
-                        cols = x * sx if slide else input_span(x, sx, S)
-                        l1w[name] += c * input_span(y, sy, R) * cols if y and x and c else 0
+                        cols = x * sx if slide.get("X") else input_span(x, sx, S)
+                        rows = y * sy if slide.get("Y") else input_span(y, sy, R)
+                        l1w[name] += c * rows * cols if y and x and c else 0
                     else:
                         l1w[name] += k * c * R * S
         for pe in pes:
