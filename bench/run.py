@@ -96,9 +96,9 @@ def bench_hwgen_steps(min_seconds: float = 1.0) -> tuple[float, float]:
 
 def bench_rtl_resources(hardware: str, target: str = "ecp5", place_top: bool = False) -> None:
     """FPGA resources of the generated ``kcp`` design on ``hardware`` (Yosys ``synth_<target>``:
-    one PE and the shared parts), the time to emit its Verilog, and its Fmax by nextpnr on an
+    one PE and the shared parts), the time to emit its Verilog, and its Fmax by nextpnr on the
     smallest ECP5 the whole design fits with room (``accelgen.synth.smallest_device``: tiny on an
-    LFE5U-45F, small on none, so the LFE5U-85F) where installed: the PE module alone with its ports
+    LFE5U-25F, small on none, so the LFE5U-85F) where installed: the PE module alone with its ports
     registered (it is what the array replicates, and its ports would not fit the package), and
     with ``place_top`` the whole top level too (its host-bus ports fit; only the clock's pin
     constrained; tiny: synthesis ~1 min, placement

@@ -37,13 +37,16 @@ LINT_WAIVERS = ("-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-CASEINCOMPLETE")
 
 @functools.lru_cache(maxsize=None)
 def generator_digest() -> str:
-    """The generator's own source: a changed generator never reuses a cached build.  Read once
-    per process, as the modules it has loaded are: a source edited while a run goes on must not
-    label the old code's output with the new code's digest."""
+    """The generator's own source, and the rules and structure it builds the hardware by (an
+    L1's shape, a load's runs: :mod:`costmodel.hwgen_preset.rules`, shared with the model): a
+    changed generator never reuses a cached build.  Read once per process, as the modules it has
+    loaded are: a source edited while a run goes on must not label the old code's output with
+    the new code's digest."""
     h = hashlib.sha256()
-    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
-        if path.name in _HOST_SIDE:
-            continue
+    here = Path(__file__).resolve().parent
+    sources = [p for p in sorted(here.glob("*.py")) if p.name not in _HOST_SIDE]
+    sources += [here.parent / "costmodel" / "hwgen_preset" / name for name in ("rules.py", "structure.py")]
+    for path in sources:
         h.update(path.name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
