@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
 
-from costmodel.hwgen_preset.rules import TIMING, l1_row_words, l1_shape, l1_words, slide_extent
+from costmodel.hwgen_preset.rules import TIMING, l1_input_fields, l1_shape, l1_words, slide_extent
 from costmodel.hwgen_preset.structure import HwStructure
 
 from .common import COORD, by_stride, pipe, registered, times, wire
@@ -109,9 +109,9 @@ class Compute:
         active_next = Mux(c_issue, ~all_end, c_active)
         c_continues = registered(m, (ctl.go_next["compute"] | active_next) & ~all_next, "c_continues")
         # (a sliding design: where the step's input window starts in its L1, its first column
-        # modulo M and its first row modulo M_y, as fields of an address: _fields)
+        # modulo M and its first row modulo M_y, as fields of an address: rules.l1_input_fields)
         origin = None
-        fields = cls._fields(s)
+        fields = l1_input_fields(s)
         if fields:
             def first(d):
                 starts = {"col": (3, g.stride_x, "X"), "row": (2, g.stride_y, "Y")}
@@ -162,19 +162,7 @@ class Compute:
         return self._copies[group]
 
     @staticmethod
-    def _fields(s: HwStructure) -> list:
-        """``(name, bits)`` of the low fields of a sliding design's input L1 address, each counted
-        modulo its size: the column (``l1_row_words`` of them) and, where windows slide along
-        ``Y``, the row (``M_y``); the channel above them.  Empty in any other design."""
-        if not (s.slide_x or s.slide_y):
-            return []
-        out = [("col", (l1_row_words(s) - 1).bit_length())]
-        if s.slide_y:
-            out.append(("row", (slide_extent(s, "Y") - 1).bit_length()))
-        return out
-
-    @classmethod
-    def _addresses(cls, m: Module, s: HwStructure, g: Geometry, mac: dict, rs, issue, bumps: dict, window=None):
+    def _addresses(m: Module, s: HwStructure, g: Geometry, mac: dict, rs, issue, bumps: dict, window=None):
         """The L1 addresses the counters point at, the same in every PE (its L1 is laid out by
         the largest tile): input ``[c][rows][cols]``, weight ``[k][c][R][S]``, partial sums
         ``[k][y][x]``; the SIMD lanes take filter positions ``f .. f+simd-1``.  The window's
@@ -183,8 +171,8 @@ class Compute:
         (``window``: where the input window starts, of the step in ``ld`` and in ``cp``) an input row is
         ``M`` columns holding column ``x`` at ``x mod M`` (:func:`.rules.slide_extent`), or a
         channel ``M_y`` rows holding row ``y`` at ``y mod M_y``: the address's low fields
-        (:meth:`_fields`) are counted each modulo its size, apart from the others."""
-        fields = cls._fields(s)
+        (:func:`.rules.l1_input_fields`) are counted each modulo its size, apart from the others."""
+        fields = l1_input_fields(s)
 
         def field_add(a, b):
             """``a + b`` field by field, each wrapping (the channel's bits add apart)."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
 
-from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, Ingress, ingress, l1_row_words, slide_extent
+from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, Ingress, ingress, l1_input_fields, slide_extent
 from costmodel.hwgen_preset.structure import HwStructure
 
 from .common import COORD, by_stride, registered, span, wire
@@ -66,10 +66,11 @@ class Loader:
         # first chunk goes to its first column and row, and a slide's runs start
         # S - stride_x columns after the window's start, each X_t * stride_x columns long.
         M, M_y = slide_extent(s, "X"), slide_extent(s, "Y")
-        sliding_in = bool(M or M_y)
-        lg_c = ((l1_row_words(s) // ing["input"].banks) - 1).bit_length() if sliding_in else 0
+        fields = dict(l1_input_fields(s))       # (in words; the loader counts rows of banks)
+        sliding_in = bool(fields)
+        lg_c = fields["col"] - (ing["input"].banks - 1).bit_length() if sliding_in else 0
         col_bits = max(1, lg_c)
-        lg_r = max(1, (M_y - 1).bit_length())
+        lg_r = max(1, fields.get("row", 0))
         slide = ctl.slide_pre
 
         def starts(desc):

@@ -22,7 +22,7 @@ __all__ = ["HW_DIMS", "LOOP_DIMS", "OUTPUT_DIMS", "TENSOR_DIMS", "TENSOR_LOOP_DI
            "TimingConstants", "TIMING", "check_timing", "bounding_engine", "l1_words", "l1_bytes",
            "input_span", "host_offset_bits", "WORD_BITS", "slot_cycles", "drain_runs", "drain_latency", "reduction_levels", "input_runs", "weight_runs", "load_issue_cycles",
            "MAX_WORDS_PER_CHUNK", "Ingress", "ingress", "spread_tile", "class_box", "tensor_load", "padded_dim", "l2_layout_words", "spread_units", "within", "box_runs", "l2_coefficients", "l1_pitches", "l1_shape", "active_phases", "l2_axes", "input_mode", "weight_merged", "input_window_banks",
-           "l2_address_bits", "SLIDE_FILTER", "slide_eligible", "sliding", "slide_extent", "l1_row_words", "slides"]
+           "l2_address_bits", "SLIDE_FILTER", "slide_eligible", "sliding", "slide_extent", "l1_row_words", "l1_input_fields", "slides"]
 
 HW_DIMS = ("K", "C", "Y", "X", "R", "S")
 LOOP_DIMS = ("K", "C", "Y", "X")          # R and S are always whole inside a PE's tile
@@ -322,6 +322,19 @@ def l1_row_words(s) -> int:
         return ing.banks
     cols = input_span(s.pe_tile_max["X"], s.max_stride, s.pe_tile_max["S"])
     return 1 << (-(-cols // ing.per_pe) * ing.per_pe - 1).bit_length()
+
+
+def l1_input_fields(s) -> list[tuple[str, int]]:
+    """``(name, bits)`` of the low fields of a sliding design's input L1 word address, each
+    counted modulo its size: the column (:func:`l1_row_words` of them) and, where windows slide
+    along ``Y``, the row (``M_y``); the channel above them.  Empty in any other design.  The
+    loader places its runs and the compute engine adds its operands' addresses by them."""
+    if not (s.slide_x or s.slide_y):
+        return []
+    out = [("col", (l1_row_words(s) - 1).bit_length())]
+    if s.slide_y:
+        out.append(("row", (slide_extent(s, "Y") - 1).bit_length()))
+    return out
 
 
 def slides(s, t, d: str, same, prev, now):
