@@ -349,11 +349,14 @@ class Loader:
         for b in range(W):
             m.d.sync += [banked["input"][8 * b: 8 * b + 8].eq(l2.inputs[b][0].data),
                          banked["weight"][8 * b: 8 * b + 8].eq(l2.weights[b][0].data)]
+        # lane j takes bank (address + j) mod W: a rotation of the banks' words, in lg stages of
+        # two-way choices (each word moved by 2^k banks or kept), not a W-way choice per lane
         lane_data = Signal(8 * W, name="lane_data")
-        for j in range(W):
-            bank = (addrs[1][:lg] + j)[:lg] if lg else 0
-            words = {name: bits.word_select(bank, 8) if W > 1 else bits for name, bits in banked.items()}
-            m.d.sync += lane_data[8 * j: 8 * j + 8].eq(Mux(delayed[2]["weight"], words["weight"], words["input"]))
+        rotated = Mux(delayed[2]["weight"], banked["weight"], banked["input"])
+        for k in range(lg):
+            by = 8 << k
+            rotated = Mux(addrs[1][k], Cat(rotated[by:], rotated[:by]), rotated)
+        m.d.sync += lane_data.eq(rotated)
         # Busy next cycle, a register: a box taken at the next go (the shift now), an issue
         # next cycle (one now that is not the last, or the box taken now), or one in flight
         last_issue = wire(m, box_end & (l_weight | ~ld.ld_w), "l_last_issue")
