@@ -16,7 +16,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, drain_latency, reduction_levels
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, registered, wire
+from .common import COORD, pipe, registered, wire
 from .controller import Controller, Product
 from .geometry import Geometry
 from .hostbus import HostBus
@@ -329,20 +329,19 @@ class Drain:
         # enable says so; the other banks' words are never written): a rotation of the lanes'
         # words by the address, whose period is the lanes rounded up to a power of two ``Q``
         # (a divisor of W), so lg(Q) stages of two-way choices give Q words, bank b taking word
-        # b mod Q (one word, no rotation, when the drain reads a word a cycle)
+        # b mod Q (one word, no rotation, when the drain reads a word a cycle), registered in a
+        # kept register of each bank (:func:`.common.pipe`), which sits beside the bank's memory
+        # and its adder: the wires across the device run from register to register
         Q = 1 << (lanes - 1).bit_length()
         rotated = [values[p] if p < lanes else values[0] for p in range(Q)]
         for k in range((Q - 1).bit_length()):
             rotated = [Mux(addr_q[rotate_at][k], rotated[(p - (1 << k)) % Q], rotated[p]) for p in range(Q)]
-        moved_q = [reg(v, f"dr_moved{p}") for p, v in enumerate(rotated)]
-        for k in range(rotate_at + 1, latency):     # (no reduction level: a cycle to wait)
-            moved_q = [reg(v, f"dr_moved{p}_d{k}") for p, v in enumerate(moved_q)]
         for b, (rd, wr) in enumerate(l2.outputs):
             j = lane_of(addr_q[rotate_at], b)
-            moved = moved_q[b % Q]
-            write_en = reg(j < len_q[rotate_at], f"dr_bank_en{b}", 1)
-            for k in range(rotate_at + 1, latency):
-                write_en = reg(write_en, f"dr_bank_en{b}_d{k}", 1)
+            moved = pipe(m, rotated[b % Q], f"dr_bank_value{b}", signed(32))
+            write_en = pipe(m, j < len_q[rotate_at], f"dr_bank_en{b}", 1)
+            for k in range(rotate_at + 1, latency):     # (no reduction level: a cycle to wait)
+                moved, write_en = reg(moved, f"dr_bank_value{b}_d{k}"), reg(write_en, f"dr_bank_en{b}_d{k}", 1)
             old = reg(rd.data, f"dr_old{b}", 32)
             m.d.comb += [rd.addr.eq(Mux(ctl.running, bank_row(addr_q[read_at], b), bus.out_row)), rd.en.eq(1)]
             m.d.comb += [wr.addr.eq(Mux(ctl.running, bank_row(addr_q[latency], b), bus.out_row)),
