@@ -1,11 +1,20 @@
-"""A simple dual-port RAM (one write port, one registered read port, read-before-write) as a
-small Verilog module that the top level instantiates.
+"""A simple dual-port RAM (one write port, one registered read port) as a small Verilog module
+that the top level instantiates.
 
 Amaranth 0.5 writes every word of a ``Memory``'s initial contents into the Verilog, which made
 the L2 of a 64-PE design 26 MB of text and 90 s of emission.  This module has no initial
 contents (the host writes what a layer reads and clears the outputs before ``start``), is inferred
 as block RAM by Yosys (ECP5, iCE40, Xilinx) and by vendor tools, and costs a few lines whatever
-its depth."""
+its depth.
+
+A read of the word written in the same cycle is left undefined (Yosys's ``no_rw_check``): the
+accelerator never needs it (the host writes the inputs and weights only while the accelerator is
+idle, and the loader reads them only while it runs; the drain reads an output word two cycles
+before it writes it back, and no other access to that word falls between; the host bus makes one
+access a cycle), and the logic that would make a block RAM return the old word (an address
+comparison, a copy of the written word and a choice, about 40 LUT4 and 30 flip-flops a block RAM
+on an ECP5) lay on the paths from the loader's address to the banks.  The simulators return the
+old word."""
 
 from __future__ import annotations
 
@@ -17,7 +26,8 @@ __all__ = ["RAM_MODULE", "RAM_VERILOG", "Ram"]
 
 RAM_MODULE = "accelgen_ram"
 RAM_VERILOG = f"""\
-// {RAM_MODULE}: one write port, one registered read port (old data on a same-address write).
+// {RAM_MODULE}: one write port, one registered read port; a read of the word written in the
+// same cycle is undefined (no_rw_check: the design never makes one).
 module {RAM_MODULE} #(parameter WIDTH = 8, parameter DEPTH = 1, parameter ABITS = 1) (
   input  wire             clk,
   input  wire             we,
@@ -26,6 +36,7 @@ module {RAM_MODULE} #(parameter WIDTH = 8, parameter DEPTH = 1, parameter ABITS 
   input  wire [ABITS-1:0] raddr,
   output reg  [WIDTH-1:0] rdata
 );
+  (* no_rw_check *)
   reg [WIDTH-1:0] mem [0:DEPTH-1];
   always @(posedge clk) begin
     if (we)
