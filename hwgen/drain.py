@@ -334,8 +334,9 @@ class Drain:
         # and its adder: the wires across the device run from register to register
         Q = 1 << (lanes - 1).bit_length()
         rotated = [values[p] if p < lanes else values[0] for p in range(Q)]
-        for k in range((Q - 1).bit_length()):
-            rotated = [Mux(addr_q[rotate_at][k], rotated[(p - (1 << k)) % Q], rotated[p]) for p in range(Q)]
+        for k in range((Q - 1).bit_length()):       # (each stage named: wire)
+            rotated = [wire(m, Mux(addr_q[rotate_at][k], rotated[(p - (1 << k)) % Q], rotated[p]),
+                            f"dr_rot{k}_{p}", signed(32)) for p in range(Q)]
         for b, (rd, wr) in enumerate(l2.outputs):
             j = lane_of(addr_q[rotate_at], b)
             moved = pipe(m, rotated[b % Q], f"dr_bank_value{b}", signed(32))

@@ -352,10 +352,11 @@ class Loader:
         # lane j takes bank (address + j) mod W: a rotation of the banks' words, in lg stages of
         # two-way choices (each word moved by 2^k banks or kept), not a W-way choice per lane
         lane_data = Signal(8 * W, name="lane_data")
-        rotated = Mux(delayed[2]["weight"], banked["weight"], banked["input"])
+        # (each stage a named wire: Amaranth copies an expression into every place it is used)
+        rotated = wire(m, Mux(delayed[2]["weight"], banked["weight"], banked["input"]), "lane_rot0", 8 * W)
         for k in range(lg):
             by = 8 << k
-            rotated = Mux(addrs[1][k], Cat(rotated[by:], rotated[:by]), rotated)
+            rotated = wire(m, Mux(addrs[1][k], Cat(rotated[by:], rotated[:by]), rotated), f"lane_rot{k + 1}", 8 * W)
         m.d.sync += lane_data.eq(rotated)
         # Busy next cycle, a register: a box taken at the next go (the shift now), an issue
         # next cycle (one now that is not the last, or the box taken now), or one in flight
