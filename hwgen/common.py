@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Mux, Signal, Value, signed
 
-__all__ = ["COORD", "MUL_ECP5_MACRO", "MUL_MODULE", "MUL_VERILOG", "PIPE_MODULE", "PIPE_VERILOG", "by_stride", "multiply",
-           "pipe", "registered", "span", "times", "wire"]
+__all__ = ["COORD", "MUL_ECP5_MACRO", "MUL_MODULE", "MUL_VERILOG", "PIPE_MODULE", "PIPE_VERILOG", "by_stride",
+           "multiply", "rotate", "pipe", "registered", "span", "times", "wire"]
 
 COORD = 16          # bits of a coordinate or extent
 
@@ -136,6 +136,21 @@ module {MUL_MODULE} #(parameter AW = 16, parameter BW = 16, parameter PW = 32, p
 {_MUL_BEHAVIOUR}  endgenerate
 endmodule
 """
+
+
+def rotate(m: Module, words: list, by, name: str, shape, *, down: bool = False) -> list:
+    """``words`` rotated by the run-time amount ``by`` (its low lg(len(words)) bits; a power of
+    two of words): word ``j`` of the result is ``words[(j + by) mod n]``, or ``words[(j - by) mod
+    n]`` when ``down``.  lg(n) stages of two-way choices (each word moved by 2^k places or kept),
+    not an n-way choice per word; each stage a named wire, since Amaranth copies an expression
+    into every place it is used and each stage reads the one before twice."""
+    n = len(words)
+    assert n & (n - 1) == 0, "a power of two of words"
+    sign = -1 if down else 1
+    for k in range((n - 1).bit_length()):
+        words = [wire(m, Mux(Value.cast(by)[k], words[(j + sign * (1 << k)) % n], words[j]), f"{name}{k}_{j}", shape)
+                 for j in range(n)]
+    return words
 
 
 def multiply(m: Module, a, b, width: int, name: str, *, both_signed: bool = False, ce_a=1, ce_b=1,

@@ -16,7 +16,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, drain_latency, reduction_levels
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, pipe, registered, wire
+from .common import COORD, pipe, registered, rotate, wire
 from .controller import Controller, Product
 from .geometry import Geometry
 from .hostbus import HostBus
@@ -333,10 +333,8 @@ class Drain:
         # kept register of each bank (:func:`.common.pipe`), which sits beside the bank's memory
         # and its adder: the wires across the device run from register to register
         Q = 1 << (lanes - 1).bit_length()
-        rotated = [values[p] if p < lanes else values[0] for p in range(Q)]
-        for k in range((Q - 1).bit_length()):       # (each stage named: wire)
-            rotated = [wire(m, Mux(addr_q[rotate_at][k], rotated[(p - (1 << k)) % Q], rotated[p]),
-                            f"dr_rot{k}_{p}", signed(32)) for p in range(Q)]
+        rotated = rotate(m, [values[p] if p < lanes else values[0] for p in range(Q)], addr_q[rotate_at],
+                         "dr_rot", signed(32), down=True)
         for b, (rd, wr) in enumerate(l2.outputs):
             j = lane_of(addr_q[rotate_at], b)
             moved = pipe(m, rotated[b % Q], f"dr_bank_value{b}", signed(32))

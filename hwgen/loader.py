@@ -19,7 +19,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
 from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, Ingress, ingress, l1_input_fields, slide_extent
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, by_stride, registered, span, wire
+from .common import COORD, by_stride, registered, rotate, span, wire
 from .controller import Controller, Product
 from .geometry import Geometry
 from .l2 import L2
@@ -349,15 +349,10 @@ class Loader:
         for b in range(W):
             m.d.sync += [banked["input"][8 * b: 8 * b + 8].eq(l2.inputs[b][0].data),
                          banked["weight"][8 * b: 8 * b + 8].eq(l2.weights[b][0].data)]
-        # lane j takes bank (address + j) mod W: a rotation of the banks' words, in lg stages of
-        # two-way choices (each word moved by 2^k banks or kept), not a W-way choice per lane
+        # lane j takes bank (address + j) mod W: the banks' words rotated (common.rotate)
         lane_data = Signal(8 * W, name="lane_data")
-        # (each stage a named wire: Amaranth copies an expression into every place it is used)
-        rotated = wire(m, Mux(delayed[2]["weight"], banked["weight"], banked["input"]), "lane_rot0", 8 * W)
-        for k in range(lg):
-            by = 8 << k
-            rotated = wire(m, Mux(addrs[1][k], Cat(rotated[by:], rotated[:by]), rotated), f"lane_rot{k + 1}", 8 * W)
-        m.d.sync += lane_data.eq(rotated)
+        chosen = wire(m, Mux(delayed[2]["weight"], banked["weight"], banked["input"]), "lane_banked", 8 * W)
+        m.d.sync += lane_data.eq(Cat(*rotate(m, [chosen[8 * b: 8 * b + 8] for b in range(W)], addrs[1], "lane_rot", 8)))
         # Busy next cycle, a register: a box taken at the next go (the shift now), an issue
         # next cycle (one now that is not the last, or the box taken now), or one in flight
         last_issue = wire(m, box_end & (l_weight | ~ld.ld_w), "l_last_issue")
