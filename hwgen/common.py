@@ -143,12 +143,17 @@ def rotate(m: Module, words: list, by, name: str, shape, *, down: bool = False) 
     two of words): word ``j`` of the result is ``words[(j + by) mod n]``, or ``words[(j - by) mod
     n]`` when ``down``.  lg(n) stages of two-way choices (each word moved by 2^k places or kept),
     not an n-way choice per word; each stage a named wire, since Amaranth copies an expression
-    into every place it is used and each stage reads the one before twice."""
+    into every place it is used and each stage reads the one before twice.  ``by`` may be a list
+    of equal copies (:func:`pipe`, a power of two of them), copy ``i`` choosing the ``i``-th
+    group of positions in every stage, so no one net drives the choices of all the words."""
     n = len(words)
     assert n & (n - 1) == 0, "a power of two of words"
+    copies = [Value.cast(c) for c in by] if isinstance(by, (list, tuple)) else [Value.cast(by)]
+    assert len(copies) & (len(copies) - 1) == 0 and len(copies) <= n, "a power of two of copies, at most one a word"
+    per = n // len(copies)
     sign = -1 if down else 1
     for k in range((n - 1).bit_length()):
-        words = [wire(m, Mux(Value.cast(by)[k], words[(j + sign * (1 << k)) % n], words[j]), f"{name}{k}_{j}", shape)
+        words = [wire(m, Mux(copies[j // per][k], words[(j + sign * (1 << k)) % n], words[j]), f"{name}{k}_{j}", shape)
                  for j in range(n)]
     return words
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Const, Module, Mux, ResetSignal, Signal, Value
 
 from costmodel.hwgen_preset.rules import LOOP_DIMS, OUTPUT_DIMS, TENSOR_LOOP_DIMS, TIMING, sliding
 from costmodel.hwgen_preset.structure import HwStructure
@@ -218,6 +218,8 @@ class Controller:
                         m.d.comb += nxt_start[di].eq(0)
         last = wire(m, none_fits("last"), "odo_last")       # every loop wraps: the walk's last step
 
+        self._start = start
+        self._stopping = wire(m, ~self.engines_continue & ~work & ~hold & ~self.flushing, "stopping")
         with m.If(start):
             m.d.sync += [self.running.eq(1), self.cycles.eq(self.cycles + 1), go.eq(0)]
         # (the shift comes only while running, in every engine's last busy cycle: ``ready`` is
@@ -229,7 +231,7 @@ class Controller:
             # with its own copy of the shift, below)
         with m.Elif(self.running):
             m.d.sync += [self.cycles.eq(self.cycles + 1), go.eq(0)]
-            with m.If(~self.engines_continue & ~work & ~hold & ~self.flushing):    # (the last writes landed)
+            with m.If(self._stopping):      # (the last writes landed)
                 m.d.sync += [self.running.eq(0), self.done.eq(1)]
         with m.Elif(Cat(*starting[:-1]).any()):     # (the start's delay)
             m.d.sync += self.cycles.eq(self.cycles + 1)
@@ -285,6 +287,13 @@ class Controller:
             m.d.comb += d.eq(self._ready_terms & ~shift if also is None else self._ready_next & also)
             self._shifts[key] = shift
         return self._shifts[key]
+
+    def running_copy(self, m: Module, name: str) -> Signal:
+        """A kept copy of ``running`` for one group of its readers (an L2 bank's port choices):
+        the same updates (set at start; cleared when it stops, never at a shift), so the same
+        value in every cycle, and no one register drives them all across the device (cleared at reset, as ``running``)."""
+        stop = ~self._start & ~self.shift & self.running & self._stopping
+        return kept_copy(m, name, 1, [(ResetSignal("sync"), 0), (self._start, 1), (stop, 0)])
 
     def ahead(self, m: Module, which: str, name: str, a1, a2=None, b1=None, b2=None):
         """A quantity of the step of descriptor ``which`` (``"ld"``, ``"cp"``, ``"dr"``), as a

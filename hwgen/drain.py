@@ -281,14 +281,21 @@ class Drain:
                     in_group = in_group & (g0 == u0)
                 if not red1 and s.spatial[1] is not None:
                     in_group = in_group & (g1 == u1)
-                in_group_r = registered(m, in_group, f"dr_in_group_{u0}_{u1}", 1)   # (the PEs read a cycle later)
+                # (the PEs read a cycle later; a design whose PEs all reduce, one group, has no
+                # select: a register of a constant 1 would clear 32 lanes' words of every PE)
+                in_group_r = (registered(m, in_group, f"dr_in_group_{u0}_{u1}", 1)
+                              if not isinstance(in_group, Const) else None)
                 for j in range(lanes):
-                    terms[j].setdefault(key, []).append(Mux(in_group_r, pe.psum.word_select(j, 32), 0))
+                    word = pe.psum.word_select(j, 32)
+                    terms[j].setdefault(key, []).append(word if in_group_r is None else Mux(in_group_r, word, 0))
             else:
                 u = (u0, u1)[across]             # the group; it is lane u mod lanes of its run
                 in_group = (dx == u - u % lanes) if (s.n0, s.n1)[across] > lanes else Const(1)
-                in_group_r = registered(m, in_group, f"dr_in_group_{u0}_{u1}", 1)   # (the PEs read a cycle later)
-                terms[u % lanes].setdefault(key, []).append(Mux(in_group_r, pe.psum[:32], 0))
+                if isinstance(in_group, Const):
+                    terms[u % lanes].setdefault(key, []).append(pe.psum[:32])
+                else:
+                    in_group_r = registered(m, in_group, f"dr_in_group_{u0}_{u1}", 1)   # (the PEs read a cycle later)
+                    terms[u % lanes].setdefault(key, []).append(Mux(in_group_r, pe.psum[:32], 0))
             m.d.comb += [pe.dr_en.eq(d_issue & in_group), pe.dr_bank.eq(dr.bank_ps), pe.dr_addr.eq(dr_local),
                          pe.dr_len.eq(length if across is None else 1)]
 
@@ -342,10 +349,15 @@ class Drain:
             for k in range(rotate_at + 1, latency):     # (no reduction level: a cycle to wait)
                 moved, write_en = reg(moved, f"dr_bank_value{b}_d{k}"), reg(write_en, f"dr_bank_en{b}_d{k}", 1)
             old = reg(rd.data, f"dr_old{b}", 32)
-            m.d.comb += [rd.addr.eq(Mux(ctl.running, bank_row(addr_q[read_at], b), bus.out_row)), rd.en.eq(1)]
-            m.d.comb += [wr.addr.eq(Mux(ctl.running, bank_row(addr_q[latency], b), bus.out_row)),
-                         wr.data.eq(Mux(ctl.running, old + moved, top.bus_wdata)),
-                         wr.en.eq(Mux(ctl.running, write_en, bus.out_write[b]))]
+            # the bank's rows to read and write, and whether the accelerator or the host has its
+            # ports, in registers of the bank's own (kept: beside it), a cycle ahead
+            running = ctl.running_copy(m, f"dr_running{b}")
+            rd_row = pipe(m, bank_row(addr_q[read_at - 1], b), f"dr_rd_row{b}", OB)
+            wr_row = pipe(m, bank_row(addr_q[latency - 1], b), f"dr_wr_row{b}", OB)
+            m.d.comb += [rd.addr.eq(Mux(running, rd_row, bus.out_row)), rd.en.eq(1)]
+            m.d.comb += [wr.addr.eq(Mux(running, wr_row, bus.out_row)),
+                         wr.data.eq(Mux(running, old + moved, top.bus_wdata)),
+                         wr.en.eq(Mux(running, write_en, bus.out_write[b]))]
         return cls(continues, wire(m, Cat(*issued).any(), "dr_flushing"))
 
 

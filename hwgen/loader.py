@@ -19,7 +19,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
 from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, Ingress, ingress, l1_input_fields, slide_extent
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, by_stride, registered, rotate, span, wire
+from .common import COORD, by_stride, pipe, registered, rotate, span, wire
 from .controller import Controller, Product
 from .geometry import Geometry
 from .l2 import L2
@@ -343,16 +343,21 @@ class Loader:
         early_len = registered(m, Mux(delayed[1]["valid"] & ~delayed[1]["weight"], delayed[1]["count"], 0),
                                "lane_len_d2", 8) if window else Const(0, 8)
         col = registered(m, col_r, "l_col_d1", A)
-        addrs = [Signal(A, name=f"lane_addr_d{k}") for k in (1, 2)]
-        m.d.sync += [addrs[0].eq(a_r), addrs[1].eq(addrs[0])]
+        addr_d1 = registered(m, a_r, "lane_addr_d1", A)
         banked = {name: Signal(8 * W, name=f"noc_banked_{name}") for name in ("input", "weight")}
         for b in range(W):
             m.d.sync += [banked["input"][8 * b: 8 * b + 8].eq(l2.inputs[b][0].data),
                          banked["weight"][8 * b: 8 * b + 8].eq(l2.weights[b][0].data)]
-        # lane j takes bank (address + j) mod W: the banks' words rotated (common.rotate)
+        # lane j takes bank (address + j) mod W: the banks' words of the tensor on the bus
+        # rotated (common.rotate).  The choices' inputs (the address's low bits, which tensor)
+        # in kept copies, one for each eight banks and eight lanes: one register would drive
+        # 64 lanes of bytes' choices, ~4,000 LUT inputs a bit across the device
         lane_data = Signal(8 * W, name="lane_data")
-        chosen = wire(m, Mux(delayed[2]["weight"], banked["weight"], banked["input"]), "lane_banked", 8 * W)
-        m.d.sync += lane_data.eq(Cat(*rotate(m, [chosen[8 * b: 8 * b + 8] for b in range(W)], addrs[1], "lane_rot", 8)))
+        lg_w = (W - 1).bit_length()
+        sel = [pipe(m, Cat(addr_d1[:lg_w], delayed[1]["weight"]), f"lane_sel_d2_{i}") for i in range(max(1, W // 8))]
+        chosen = [wire(m, Mux(sel[b * len(sel) // W][lg_w], banked["weight"][8 * b: 8 * b + 8],
+                              banked["input"][8 * b: 8 * b + 8]), f"lane_banked{b}", 8) for b in range(W)]
+        m.d.sync += lane_data.eq(Cat(*rotate(m, chosen, [c[:lg_w] for c in sel], "lane_rot", 8)))
         # Busy next cycle, a register: a box taken at the next go (the shift now), an issue
         # next cycle (one now that is not the last, or the box taken now), or one in flight
         last_issue = wire(m, box_end & (l_weight | ~ld.ld_w), "l_last_issue")
