@@ -281,9 +281,10 @@ class Drain:
                     in_group = in_group & (g0 == u0)
                 if not red1 and s.spatial[1] is not None:
                     in_group = in_group & (g1 == u1)
-                # (the PEs read a cycle later; a design whose PEs all reduce, one group, has no
-                # select: a register of a constant 1 would clear 32 lanes' words of every PE)
-                in_group_r = (registered(m, in_group, f"dr_in_group_{u0}_{u1}", 1)
+                # (the PEs read a cycle later; a kept register for each PE, beside its words:
+                # one register of a group's PEs would clear 32 lanes' words of each of them; a
+                # design whose PEs all reduce, one group, has no select)
+                in_group_r = (pipe(m, in_group, f"dr_in_group_{u0}_{u1}", 1)
                               if not isinstance(in_group, Const) else None)
                 for j in range(lanes):
                     word = pe.psum.word_select(j, 32)
@@ -294,7 +295,7 @@ class Drain:
                 if isinstance(in_group, Const):
                     terms[u % lanes].setdefault(key, []).append(pe.psum[:32])
                 else:
-                    in_group_r = registered(m, in_group, f"dr_in_group_{u0}_{u1}", 1)   # (the PEs read a cycle later)
+                    in_group_r = pipe(m, in_group, f"dr_in_group_{u0}_{u1}", 1)     # (the PEs read a cycle later)
                     terms[u % lanes].setdefault(key, []).append(Mux(in_group_r, pe.psum[:32], 0))
             m.d.comb += [pe.dr_en.eq(d_issue & in_group), pe.dr_bank.eq(dr.bank_ps), pe.dr_addr.eq(dr_local),
                          pe.dr_len.eq(length if across is None else 1)]
