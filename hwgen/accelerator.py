@@ -55,7 +55,7 @@ class Accelerator(wiring.Component):
         ctl = Controller.build()
         m.d.comb += [self.busy.eq(ctl.busy), self.done.eq(ctl.done)]
         l2 = L2.build(m, self.l2_words, s.noc_words_per_cycle)
-        bus = HostBus.build(m, self, g, l2, s.noc_words_per_cycle, ctl.busy, ctl.done, ctl.cycles)
+        bus = HostBus.build(m, self, g, l2, s.noc_words_per_cycle, ctl.busy, ctl.done, ctl.cycles, ctl.busy_soon)
         ctl.elaborate(m, s, g, bus.start)
         loader = Loader.build(m, s, g, ctl, l2, self.abits)
         compute = Compute.build(m, s, g, ctl)

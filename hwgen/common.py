@@ -69,8 +69,11 @@ def _pipe_instance(m: Module, value, q: Signal) -> None:
 def kept_copy(m: Module, name: str, shape, updates) -> Signal:
     """A register that synthesis keeps apart from its twin, which takes the same ``updates``
     (``(condition, value)`` pairs, the first true one taken; else it holds): a copy of a
-    register for one group of its readers, so the twin's fanout stays with its own."""
+    register for one group of its readers, so the twin's fanout stays with its own.  ``updates``
+    may be a function of the copy (an update that adds to the register adds to its own copy)."""
     q = Signal(shape, name=name)
+    if callable(updates):
+        updates = updates(q)
     d = q
     for cond, value in reversed(updates):
         d = Mux(cond, value, d)
@@ -138,21 +141,23 @@ endmodule
 """
 
 
-def rotate(m: Module, words: list, by, name: str, shape, *, down: bool = False) -> list:
+def rotate(m: Module, words: list, by, name: str, shape, *, down: bool = False, stages=None) -> list:
     """``words`` rotated by the run-time amount ``by`` (its low lg(len(words)) bits; a power of
     two of words): word ``j`` of the result is ``words[(j + by) mod n]``, or ``words[(j - by) mod
     n]`` when ``down``.  lg(n) stages of two-way choices (each word moved by 2^k places or kept),
     not an n-way choice per word; each stage a named wire, since Amaranth copies an expression
     into every place it is used and each stage reads the one before twice.  ``by`` may be a list
     of equal copies (:func:`pipe`, a power of two of them), copy ``i`` choosing the ``i``-th
-    group of positions in every stage, so no one net drives the choices of all the words."""
+    group of positions in every stage, so no one net drives the choices of all the words.
+    ``stages`` (a range of bit numbers; all of them by default): a part of the rotation, so a
+    register may stand between two parts."""
     n = len(words)
     assert n & (n - 1) == 0, "a power of two of words"
     copies = [Value.cast(c) for c in by] if isinstance(by, (list, tuple)) else [Value.cast(by)]
     assert len(copies) & (len(copies) - 1) == 0 and len(copies) <= n, "a power of two of copies, at most one a word"
     per = n // len(copies)
     sign = -1 if down else 1
-    for k in range((n - 1).bit_length()):
+    for k in (range((n - 1).bit_length()) if stages is None else stages):
         words = [wire(m, Mux(copies[j // per][k], words[(j + sign * (1 << k)) % n], words[j]), f"{name}{k}_{j}", shape)
                  for j in range(n)]
     return words

@@ -93,6 +93,9 @@ class Compute:
                     m.d.sync += mac[n].eq(mac[n] + steps_by[n])
                 with m.Elif(inner):
                     m.d.sync += mac[n].eq(0)
+        # (the filter position's next value, for the operand offsets' registers: _addresses)
+        f_next = wire(m, Mux(c_issue & bumps["f"], mac["f"] + steps_by["f"], Mux(c_issue, 0, mac["f"]))[:COORD],
+                      "mac_f_next", COORD)
         for i, n in enumerate(reversed(ORDER)):
             # idle, or the last issue: the step in ld's; else as the counter moves
             end_next[n] = wire(m, Mux(idle_or_last, next_end[n],
@@ -124,7 +127,7 @@ class Compute:
             ld_origin = ctl.ahead(m, "ld", "cp_origin", first)
             origin = {"ld": wire(m, Mux(ctl.ld.valid, ld_origin, 0), "cp_origin_next", len(ld_origin)),
                       "cp": ctl.later(m, ld_origin, "cp")}
-        rd_in, rd_w, rd_on, ps_addr = cls._addresses(m, s, g, mac, rs, c_issue, bumps, origin)
+        rd_in, rd_w, rd_on, ps_addr = cls._addresses(m, s, g, mac, f_next, rs, c_issue, bumps, origin)
         # What the PEs are told is registered before the broadcast (its wires reach every PE),
         # the banks of the step computed with it, and again at each PE's input, so they see an
         # issue two cycles after it: the PEs read its operands at t+2, multiply at t+3 and
@@ -162,7 +165,7 @@ class Compute:
         return self._copies[group]
 
     @staticmethod
-    def _addresses(m: Module, s: HwStructure, g: Geometry, mac: dict, rs, issue, bumps: dict, window=None):
+    def _addresses(m: Module, s: HwStructure, g: Geometry, mac: dict, f_next, rs, issue, bumps: dict, window=None):
         """The L1 addresses the counters point at, the same in every PE (its L1 is laid out by
         the largest tile): input ``[c][rows][cols]``, weight ``[k][c][R][S]``, partial sums
         ``[k][y][x]``; the SIMD lanes take filter positions ``f .. f+simd-1``.  The window's
@@ -241,7 +244,10 @@ class Compute:
         rd_in, rd_w, on = [], [], []
         for lane in range(s.simd_lanes):
             f = wire(m, mac["f"] + lane, f"rd_f{lane}", COORD)
-            ofs_in = wire(m, Array(offsets)[f], f"rd_ofs_in{lane}", COORD)
+            # (the offset a register, chosen from the position's next value: the sum below
+            # is all that lies before the operand's broadcast registers, one of which is a
+            # copy beside each group of PEs, across the device)
+            ofs_in = registered(m, Array(offsets)[(f_next + lane)[:COORD]], f"rd_ofs_in{lane}", COORD)
             rd_in.append(wire(m, field_add(base["in"], ofs_in), f"rd_in{lane}", shape["input"]))
             # (the filter's words are consecutive in its L1: its position is the offset)
             rd_w.append(wire(m, base["w"] + f, f"rd_w{lane}", shape["weight"]))

@@ -46,12 +46,15 @@ class Controller:
     dr: Desc                # the step being drained
     engines_continue: Signal  # driven by the top level: an engine is still busy next cycle
     flushing: Signal        # driven by the top level: the drain's pipeline has writes in flight
-    busy: Signal            # running, or starting (the start write is in its delay)
+    busy: Signal            # running (or in the cycle after), or starting (the start write is in its delay)
     shift: Signal | None = None     # (after elaborate) the descriptors shift at this cycle's edge
     slide_pre: dict | None = None   # (after elaborate) "X" / "Y": the input's window in pre slid from ld's (a register)
     pre: Desc | None = None         # (after elaborate) the step after ld
     pos: Desc | None = None         # (after elaborate) the odometer: the step after pre
     go_next: dict | None = None     # (after elaborate) "load" / "compute" / "drain": go_* of the next cycle
+    #: ``busy`` a cycle early, from registers and the start write only: a kept copy of it
+    #: (:func:`.common.pipe`) is ``busy``, beside the L2 banks whose host writes it gates
+    busy_soon: Signal = field(default_factory=lambda: Signal(name="busy_soon"))
     _taken: dict = field(default_factory=dict)      # id of a stage register -> (it, its value, settled)
 
     @classmethod
@@ -77,7 +80,12 @@ class Controller:
         starting = [Signal(name=f"starting{k}") for k in range(TIMING.start_delay_cycles)]
         m.d.sync += [starting[0].eq(start_write)] + [starting[k].eq(starting[k - 1]) for k in range(1, len(starting))]
         start = starting[-1]
-        m.d.comb += self.busy.eq(self.running | Cat(*starting).any())
+        # (busy lasts a cycle past running: so it is a register of terms that are registers
+        # themselves or the start write, whose copies beside the L2 banks (busy_soon) and the
+        # drain's copies of running a cycle late (running_copy) come from no stop logic)
+        running_d1 = registered(m, self.running, "running_d1")
+        m.d.comb += self.busy.eq(self.running | running_d1 | Cat(*starting).any())
+        m.d.comb += self.busy_soon.eq((start_write | Cat(*starting).any() | self.running) & ~ResetSignal("sync"))
         pos_b0 = [Signal(COORD, name=f"pos_b0_{d}") for d in LOOP_DIMS]
         pos_r1 = [Signal(COORD, name=f"pos_r1_{d}") for d in LOOP_DIMS]
         more = Signal(name="more")
@@ -218,8 +226,6 @@ class Controller:
                         m.d.comb += nxt_start[di].eq(0)
         last = wire(m, none_fits("last"), "odo_last")       # every loop wraps: the walk's last step
 
-        self._start = start
-        self._stopping = wire(m, ~self.engines_continue & ~work & ~hold & ~self.flushing, "stopping")
         with m.If(start):
             m.d.sync += [self.running.eq(1), self.cycles.eq(self.cycles + 1), go.eq(0)]
         # (the shift comes only while running, in every engine's last busy cycle: ``ready`` is
@@ -231,7 +237,7 @@ class Controller:
             # with its own copy of the shift, below)
         with m.Elif(self.running):
             m.d.sync += [self.cycles.eq(self.cycles + 1), go.eq(0)]
-            with m.If(self._stopping):      # (the last writes landed)
+            with m.If(~self.engines_continue & ~work & ~hold & ~self.flushing):    # (the last writes landed)
                 m.d.sync += [self.running.eq(0), self.done.eq(1)]
         with m.Elif(Cat(*starting[:-1]).any()):     # (the start's delay)
             m.d.sync += self.cycles.eq(self.cycles + 1)
@@ -289,11 +295,11 @@ class Controller:
         return self._shifts[key]
 
     def running_copy(self, m: Module, name: str) -> Signal:
-        """A kept copy of ``running`` for one group of its readers (an L2 bank's port choices):
-        the same updates (set at start; cleared when it stops, never at a shift), so the same
-        value in every cycle, and no one register drives them all across the device (cleared at reset, as ``running``)."""
-        stop = ~self._start & ~self.shift & self.running & self._stopping
-        return kept_copy(m, name, 1, [(ResetSignal("sync"), 0), (self._start, 1), (stop, 0)])
+        """A kept register of ``running`` a cycle late, for one group of its readers (an L2
+        bank's port choices), so no one register drives them all across the device: the cycle
+        late is harmless, since the engines touch L2 only well inside ``running`` and the host
+        only while not ``busy``, which lasts that cycle too."""
+        return pipe(m, self.running & ~ResetSignal("sync"), name)
 
     def ahead(self, m: Module, which: str, name: str, a1, a2=None, b1=None, b2=None):
         """A quantity of the step of descriptor ``which`` (``"ld"``, ``"cp"``, ``"dr"``), as a

@@ -273,6 +273,16 @@ class Drain:
         # are one-hot: an OR of masked words selects the group's), registered; then the
         # reduction tree over the positions, a register after each level (drain_latency).
         terms = [{} for _ in range(lanes)]            # lane -> reduction position -> masked words
+        # (a group's select, registered since the PEs read a cycle later, in kept copies, one
+        # for each eight of the group's PEs: one register of 64 PEs would clear 32 lanes' words
+        # of each of them, 2,048 loads)
+        selects, members = {}, {}
+
+        def group_select(in_group, group, name):
+            n = members[group] = members.get(group, -1) + 1
+            if (group, n // 8) not in selects:
+                selects[group, n // 8] = pipe(m, in_group, name, 1)
+            return selects[group, n // 8]
         for u0, u1, pe in pes:
             key = (u0 if red0 else 0, u1 if red1 else 0)
             if across is None:
@@ -281,11 +291,10 @@ class Drain:
                     in_group = in_group & (g0 == u0)
                 if not red1 and s.spatial[1] is not None:
                     in_group = in_group & (g1 == u1)
-                # (the PEs read a cycle later; a kept register for each PE, beside its words:
-                # one register of a group's PEs would clear 32 lanes' words of each of them; a
-                # design whose PEs all reduce, one group, has no select)
-                in_group_r = (pipe(m, in_group, f"dr_in_group_{u0}_{u1}", 1)
-                              if not isinstance(in_group, Const) else None)
+                group = (u0 if not red0 and s.spatial[0] is not None else None,
+                         u1 if not red1 and s.spatial[1] is not None else None)
+                in_group_r = (group_select(in_group, group, f"dr_in_group_{u0}_{u1}")
+                              if not isinstance(in_group, Const) else None)     # (one group: no select)
                 for j in range(lanes):
                     word = pe.psum.word_select(j, 32)
                     terms[j].setdefault(key, []).append(word if in_group_r is None else Mux(in_group_r, word, 0))
@@ -295,7 +304,7 @@ class Drain:
                 if isinstance(in_group, Const):
                     terms[u % lanes].setdefault(key, []).append(pe.psum[:32])
                 else:
-                    in_group_r = pipe(m, in_group, f"dr_in_group_{u0}_{u1}", 1)     # (the PEs read a cycle later)
+                    in_group_r = group_select(in_group, u - u % lanes, f"dr_in_group_{u0}_{u1}")
                     terms[u % lanes].setdefault(key, []).append(Mux(in_group_r, pe.psum[:32], 0))
             m.d.comb += [pe.dr_en.eq(d_issue & in_group), pe.dr_bank.eq(dr.bank_ps), pe.dr_addr.eq(dr_local),
                          pe.dr_len.eq(length if across is None else 1)]
@@ -343,6 +352,15 @@ class Drain:
         Q = 1 << (lanes - 1).bit_length()
         rotated = rotate(m, [values[p] if p < lanes else values[0] for p in range(Q)], addr_q[rotate_at],
                          "dr_rot", signed(32), down=True)
+        # the addresses at the banks' read and write in kept copies, one for each eight banks:
+        # the compare and add of a bank's row work on a register beside it, not on one register
+        # across the device (Yosys shares the compares of every bank)
+        copies = {}
+
+        def near(k, b):
+            if (k, b // 8) not in copies:
+                copies[k, b // 8] = pipe(m, addr_q[k - 1], f"dr_addr_d{k}_{b // 8}", OB)
+            return copies[k, b // 8]
         for b, (rd, wr) in enumerate(l2.outputs):
             j = lane_of(addr_q[rotate_at], b)
             moved = pipe(m, rotated[b % Q], f"dr_bank_value{b}", signed(32))
@@ -350,11 +368,11 @@ class Drain:
             for k in range(rotate_at + 1, latency):     # (no reduction level: a cycle to wait)
                 moved, write_en = reg(moved, f"dr_bank_value{b}_d{k}"), reg(write_en, f"dr_bank_en{b}_d{k}", 1)
             old = reg(rd.data, f"dr_old{b}", 32)
-            # the bank's rows to read and write, and whether the accelerator or the host has its
-            # ports, in registers of the bank's own (kept: beside it), a cycle ahead
+            # the bank's rows to read and write (from the addresses' copies of its eight banks)
+            # and whether the accelerator or the host has its ports (a register of its own)
             running = ctl.running_copy(m, f"dr_running{b}")
-            rd_row = pipe(m, bank_row(addr_q[read_at - 1], b), f"dr_rd_row{b}", OB)
-            wr_row = pipe(m, bank_row(addr_q[latency - 1], b), f"dr_wr_row{b}", OB)
+            rd_row = bank_row(near(read_at, b), b)
+            wr_row = bank_row(near(latency, b), b)
             m.d.comb += [rd.addr.eq(Mux(running, rd_row, bus.out_row)), rd.en.eq(1)]
             m.d.comb += [wr.addr.eq(Mux(running, wr_row, bus.out_row)),
                          wr.data.eq(Mux(running, old + moved, top.bus_wdata)),

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Module, Mux, Signal
 
+from .common import pipe
 from .geometry import CONFIG_REGS, Geometry
 from .l2 import L2
 
@@ -27,21 +28,27 @@ class HostBus:
 
     @classmethod
     def build(cls, m: Module, top, g: Geometry, l2: L2, banks: int, busy: Signal, done: Signal,
-              cycles: Signal) -> "HostBus":
+              cycles: Signal, busy_soon: Signal) -> "HostBus":
         n = top.offset_bits
         region = top.bus_addr[n:n + 4]
         offset = top.bus_addr[:n]
         lg = (banks - 1).bit_length()
+        # (the banks' write enables from kept copies of ``busy``, one for each eight banks: the
+        # one register's wires would reach every block RAM of L2)
+        copies = [pipe(m, busy_soon, f"host_busy{i}") for i in range(max(1, banks // 8))]
+
+        def busy_near(b):
+            return copies[b * len(copies) // banks]
         for name, ports in (("input", l2.inputs), ("weight", l2.weights)):
             for b, (_, wr) in enumerate(ports):
-                hit = top.bus_we & (region == REGION[name]) & ~busy
+                hit = top.bus_we & (region == REGION[name]) & ~busy_near(b)
                 if banks > 1:
                     hit = hit & (offset[:lg] == b)
                 m.d.comb += [wr.addr.eq(offset >> lg), wr.data.eq(top.bus_wdata[:8]), wr.en.eq(hit)]
-        out_we = top.bus_we & (region == REGION["output"]) & ~busy
+        out_we = top.bus_we & (region == REGION["output"])
         out_write = [Signal(name=f"host_out_we{b}") for b in range(banks)]
         for b, we in enumerate(out_write):
-            m.d.comb += we.eq(out_we & (offset[:lg] == b) if banks > 1 else out_we)
+            m.d.comb += we.eq(out_we & ~busy_near(b) & (offset[:lg] == b) if banks > 1 else out_we & ~busy_near(b))
         region_r = Signal(4)
         bank_r = Signal(max(1, lg), name="host_bank_r")       # the output bank read last cycle
         m.d.sync += bank_r.eq(offset[:lg] if banks > 1 else 0)

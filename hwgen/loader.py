@@ -16,10 +16,11 @@ from dataclasses import dataclass
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
 
-from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, Ingress, ingress, l1_input_fields, slide_extent
+from costmodel.hwgen_preset.rules import (LOOP_DIMS, ROTATION_SPLIT_WORDS, Ingress, ingress, l1_input_fields, load_latency,
+                                         slide_extent)
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, by_stride, pipe, registered, rotate, span, wire
+from .common import COORD, by_stride, kept_copy, pipe, registered, rotate, span, wire
 from .controller import Controller, Product
 from .geometry import Geometry
 from .l2 import L2
@@ -34,7 +35,7 @@ def tensor_ingress(s: HwStructure) -> dict[str, Ingress]:
 
 @dataclass
 class Loader:
-    continues: Signal       # still busy next cycle (an issue is followed by its write, four cycles later)
+    continues: Signal       # still busy next cycle (an issue is followed by its write, 4 or 5 cycles later)
     lane_data: Signal       # W words, lane j in bits [8j, 8j+8) (each PE registers them at its input)
     chunk: dict             # what the PEs are told with the lanes (registers of the same cycle):
     #                         "valid", "weight" (0 input, 1 weight), "row" (the L1 row the chunk's
@@ -42,7 +43,7 @@ class Loader:
     #                         "phase" (with more classes than lanes: which W of them it carries)
     chunk_early: dict       # ... a cycle before (a Y window's row and validity are worked out per class from it)
     early_len: Signal       # a window's row: lanes 0 .. early_len-1 hold words, two cycles before lane_data
-    col: Signal             # a window's row: the chunk's first word's column in the row, a cycle after the issue
+    col: Signal             # a window's row: the chunk's first word's column in the row, two cycles before the lanes
 
     @classmethod
     def build(cls, m: Module, s: HwStructure, g: Geometry, ctl: Controller, l2: L2, abits: int) -> "Loader":
@@ -236,13 +237,6 @@ class Loader:
         take2 = wire(m, Mux(l_weight, 2 * chunk_of["weight"]["take"], 2 * chunk_of["input"]["take"]), "l_take2",
                      range(2 * W + 1))
         last_phase = wire(m, box["phases"] - 1 == ph_r, "l_last_phase")
-        hi = a_r >> lg
-        for b in range(W):
-            # bank b serves lane (b - addr) mod W: the word at addr + that, in row hi or hi + 1
-            row = wire(m, (hi + (b < a_r[:lg]))[:A] if b < W - 1 else hi, f"bank{b}_row", A)
-            for ports in (l2.inputs, l2.weights):
-                rd = ports[b][0]
-                m.d.comb += [rd.addr.eq(row), rd.en.eq(1)]
         # where the walk is (the run's last chunk; the last inner run; the last outer run),
         # registers worked out as the counters move, and which way it goes after this issue
         last_chunk, il_zero, ol_zero = (Signal(name=n) for n in ("last_chunk", "l_inner_zero", "l_outer_zero"))
@@ -327,22 +321,47 @@ class Loader:
                 m.d.sync += first(in_box, "l_in", "input", now=True)
             with m.Else():
                 m.d.sync += first(w_box, "l_w", "weight", now=True)
+        # Bank b serves lane (b - addr) mod W: the word at addr + that, in row hi or hi + 1 (hi
+        # = addr // W), worked out beside the bank from a kept copy of the chunk's address, one
+        # for each eight banks, which takes the same updates as l2_addr (in the same order: the
+        # last assignment above wins), its own sum included; from l2_addr itself, the rows'
+        # compares (Yosys shares them between the banks) and adds lay on wires across the device
+        def copy_updates(q):
+            return [(starts_load & ld.ld_in, in_box["base"]), (starts_load, w_box["base"]),
+                    (issuing & box_end & to_weights, w_box["base"]),
+                    (issuing & next_outer, (out_a_r + box["outer_stride"])[:A]),
+                    (issuing & next_run, (run_a_r + box["inner_stride"])[:A]),
+                    (issuing & ~last_chunk, (q + Mux(last_phase, box["wrap"], step))[:A])]
+        a_near = [kept_copy(m, f"l2_addr_{i}", A, copy_updates) for i in range(max(1, W // 8))]
+        for b in range(W):
+            a = a_near[b * len(a_near) // W]
+            row = wire(m, ((a >> lg) + (b < a[:lg]))[:A] if b < W - 1 else a >> lg, f"bank{b}_row", A)
+            for ports in (l2.inputs, l2.weights):
+                rd = ports[b][0]
+                m.d.comb += [rd.addr.eq(row), rd.en.eq(1)]
         # The NoC lanes, three cycles after the issue, in register stages: the L2 banks' words
         # (the banks' read latency, then a register of both tensors'); the words of the tensor
         # on the bus rotated to lanes (lane j carries the issue's address + j) in a register;
         # the lanes broadcast to the PEs, each of which registers them at its input and writes
         # its words into its L1 the cycle after: the broadcast's wires run from register to
         # register.  What the PEs need to write them comes with the lanes, registered alike.
-        assert TIMING.load_latency_cycles == 5, "a cycle to take the box, then four register stages (hwgen/loader.py)"
+        # A NoC wider than ROTATION_SPLIT_WORDS rotates in two halves, each followed by a
+        # register (its banks and lanes are spread over the device, and each half's choices
+        # bring words from across it): a cycle more (rules.load_latency).
+        split = int(W > ROTATION_SPLIT_WORDS)
+        assert load_latency(s) == 5 + split, "a cycle to take the box, then 4 + split register stages (hwgen/loader.py)"
         window = ing["input"].window_x
         count = wire(m, Mux(rem_r < take, rem_r, take), "l_count", range(W + 1))     # (a window's: its lanes)
         now = {"valid": issuing, "weight": l_weight, "row": row_r, "count": count, "phase": ph_r, "y": y_r}
         delayed = [now]
-        for k in (1, 2, 3):
+        for k in range(1, 4 + split):
             delayed.append({key: registered(m, v, f"lane_{key}_d{k}") for key, v in delayed[-1].items()})
-        early_len = registered(m, Mux(delayed[1]["valid"] & ~delayed[1]["weight"], delayed[1]["count"], 0),
-                               "lane_len_d2", 8) if window else Const(0, 8)
+        early = delayed[1 + split]
+        early_len = registered(m, Mux(early["valid"] & ~early["weight"], early["count"], 0),
+                               f"lane_len_d{2 + split}", 8) if window else Const(0, 8)
         col = registered(m, col_r, "l_col_d1", A)
+        if split:
+            col = registered(m, col, "l_col_d2", A)
         addr_d1 = registered(m, a_r, "lane_addr_d1", A)
         banked = {name: Signal(8 * W, name=f"noc_banked_{name}") for name in ("input", "weight")}
         for b in range(W):
@@ -350,18 +369,25 @@ class Loader:
                          banked["weight"][8 * b: 8 * b + 8].eq(l2.weights[b][0].data)]
         # lane j takes bank (address + j) mod W: the banks' words of the tensor on the bus
         # rotated (common.rotate).  The choices' inputs (the address's low bits, which tensor)
-        # in kept copies, one for each eight banks and eight lanes: one register would drive
-        # 64 lanes of bytes' choices, ~4,000 LUT inputs a bit across the device
+        # in kept copies, one for each eight banks and eight lanes (and again for the second
+        # half): one register would drive 64 lanes of bytes' choices, ~4,000 LUT inputs a bit
         lane_data = Signal(8 * W, name="lane_data")
         lg_w = (W - 1).bit_length()
         sel = [pipe(m, Cat(addr_d1[:lg_w], delayed[1]["weight"]), f"lane_sel_d2_{i}") for i in range(max(1, W // 8))]
         chosen = [wire(m, Mux(sel[b * len(sel) // W][lg_w], banked["weight"][8 * b: 8 * b + 8],
                               banked["input"][8 * b: 8 * b + 8]), f"lane_banked{b}", 8) for b in range(W)]
-        m.d.sync += lane_data.eq(Cat(*rotate(m, chosen, [c[:lg_w] for c in sel], "lane_rot", 8)))
+        if split:
+            half = (lg_w + 1) // 2
+            mid = rotate(m, chosen, [c[:lg_w] for c in sel], "lane_rot", 8, stages=range(half))
+            mid = [registered(m, w, f"lane_mid{j}", 8) for j, w in enumerate(mid)]
+            sel2 = [pipe(m, c[:lg_w], f"lane_sel_d3_{i}") for i, c in enumerate(sel)]
+            m.d.sync += lane_data.eq(Cat(*rotate(m, mid, sel2, "lane_rot", 8, stages=range(half, lg_w))))
+        else:
+            m.d.sync += lane_data.eq(Cat(*rotate(m, chosen, [c[:lg_w] for c in sel], "lane_rot", 8)))
         # Busy next cycle, a register: a box taken at the next go (the shift now), an issue
         # next cycle (one now that is not the last, or the box taken now), or one in flight
         last_issue = wire(m, box_end & (l_weight | ~ld.ld_w), "l_last_issue")
         issuing_next = starts_load | (issuing & ~last_issue)
-        continues = registered(m, ctl.go_next["load"] | issuing_next | issuing | delayed[1]["valid"]
-                               | delayed[2]["valid"], "l_continues")
-        return cls(continues, lane_data, delayed[3], delayed[2], early_len, col)
+        continues = registered(m, ctl.go_next["load"] | issuing_next | issuing
+                               | Cat(*[d["valid"] for d in delayed[1:-1]]).any(), "l_continues")
+        return cls(continues, lane_data, delayed[-1], delayed[-2], early_len, col)

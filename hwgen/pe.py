@@ -112,9 +112,14 @@ def pick(words: list, addr):
     """``words[addr]`` (0 past the end) as a mux tree on ``addr``'s bits: a continuous assignment
     in Verilog, not a ``case`` in an ``always @*`` block, which Icarus leaves unknown until one
     of its inputs first changes (a register read at its reset address before any write)."""
+    addr = Value.cast(addr)
     width = len(words[0])
-    padded = list(words) + [Const(0, width)] * (2 ** len(addr) - len(words))
-    return Cat(*padded).word_select(addr, width)
+    level = list(words) + [Const(0, width)] * (2 ** len(addr) - len(words))
+    # (two-way choices, not a shift by the address: Yosys's resource sharing weighs every
+    # pair of shifts in the design, quadratic in the PEs, and took most of an hour on small)
+    for i in range(len(addr)):
+        level = [Mux(addr[i], level[2 * j + 1], level[2 * j]) for j in range(len(level) // 2)]
+    return level[0]
 
 
 class PE(wiring.Component):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .rules import (LOOP_DIMS, TENSOR_LOOP_DIMS, TIMING, TimingConstants, check_timing, drain_latency, drain_runs,
+from .rules import (LOOP_DIMS, TENSOR_LOOP_DIMS, TIMING, TimingConstants, check_timing, drain_latency, drain_runs, load_latency,
                     ingress, input_span, slides, slot_cycles, tensor_load)
 from .structure import HwStructure, LayerTiles
 
@@ -123,7 +123,7 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
         in_load, in_box = tensor_load(s, t, ing["input"], ext0, union, slide["X"], slide["Y"])
         w_load, w_box = tensor_load(s, t, ing["weight"], ext0, union)
         load = np.where(changed["input"], in_load, 0) + np.where(changed["weight"], w_load, 0)
-        load = np.where(changed["input"] | changed["weight"], load + timing.load_latency_cycles, 0)
+        load = np.where(changed["input"] | changed["weight"], load + load_latency(s, timing), 0)
         window = -(-(R * S) // s.simd_lanes)
         compute = ext0["K"] * ext0["C"] * ext0["Y"] * ext0["X"] * window + timing.compute_latency_cycles
         L_all.append(load)

@@ -20,7 +20,7 @@ from ..workload.problem import CONV_TENSOR_DIMS
 
 __all__ = ["HW_DIMS", "LOOP_DIMS", "OUTPUT_DIMS", "TENSOR_DIMS", "TENSOR_LOOP_DIMS", "ENGINES",
            "TimingConstants", "TIMING", "check_timing", "bounding_engine", "l1_words", "l1_bytes",
-           "input_span", "host_offset_bits", "WORD_BITS", "slot_cycles", "drain_runs", "drain_latency", "reduction_levels", "input_runs", "weight_runs", "load_issue_cycles",
+           "input_span", "host_offset_bits", "WORD_BITS", "slot_cycles", "drain_runs", "drain_latency", "load_latency", "ROTATION_SPLIT_WORDS", "reduction_levels", "input_runs", "weight_runs", "load_issue_cycles",
            "MAX_WORDS_PER_CHUNK", "Ingress", "ingress", "spread_tile", "class_box", "tensor_load", "padded_dim", "l2_layout_words", "spread_units", "within", "box_runs", "l2_coefficients", "l1_pitches", "l1_shape", "active_phases", "l2_axes", "input_mode", "weight_merged", "input_window_banks",
            "l2_address_bits", "SLIDE_FILTER", "slide_eligible", "sliding", "slide_extent", "l1_row_words", "l1_input_fields", "slides"]
 
@@ -51,7 +51,9 @@ class TimingConstants:
     load_latency_cycles: int = 5    # a cycle at go to take the step's first box, then, after the
     #                                 last issue, the L2 read, the rotation to lanes, the
     #                                 broadcast to each PE's input register and the L1 capture:
-    #                                 four register stages
+    #                                 four register stages; a cycle more with a NoC wider than
+    #                                 ROTATION_SPLIT_WORDS, whose rotation is two halves, each
+    #                                 registered (load_latency)
     compute_latency_cycles: int = 0  # the engine is busy only while it issues: the MAC pipeline
     #                                  (a broadcast register at each end, read L1, multiply,
     #                                  accumulate) overlaps the next step's issues (drain_wait_cycles)
@@ -104,6 +106,19 @@ def reduction_levels(s) -> int:
         if s.reduction_spatial[lv]:
             shared *= n
     return (shared - 1).bit_length()
+
+
+#: A NoC wider than this many words rotates the banks' words to lanes in two registered halves:
+#: its banks and lanes spread across the device, and six stages of choices between them did
+#: not fit a 10 ns cycle on an ECP5 (docs/timing.md, "LOAD_LATENCY").
+ROTATION_SPLIT_WORDS = 8
+
+
+def load_latency(s, timing: TimingConstants | None = None) -> int:
+    """Cycles a load stays busy after its last issue, for structure ``s``: the timing's
+    ``load_latency_cycles``, plus one with a NoC wider than :data:`ROTATION_SPLIT_WORDS` words."""
+    timing = TIMING if timing is None else timing
+    return timing.load_latency_cycles + (s.noc_words_per_cycle > ROTATION_SPLIT_WORDS)
 
 
 def drain_latency(s, timing: TimingConstants | None = None) -> int:

@@ -25,6 +25,7 @@ from .rules import (
     drain_runs,
     ingress,
     input_span,
+    load_latency,
     slides,
     slot_cycles,
     tensor_load,
@@ -158,7 +159,7 @@ def step_costs(s: HwStructure, t: LayerTiles, step: Step, loaded: tuple[str, ...
     w = s.noc_words_per_cycle
     loads = _loads(s, t, step, slide)
     issue = sum(loads[name][0] for name in loaded)
-    load = issue + timing.load_latency_cycles if loaded else 0
+    load = issue + load_latency(s, timing) if loaded else 0
     ext = [_extent(s, t, step, di, (0, 0))[1] for di in range(4)]
     window = -(-(t.dims["R"] * t.dims["S"]) // s.simd_lanes)     # lanes share one filter window
     compute = math.prod(ext) * window + timing.compute_latency_cycles
