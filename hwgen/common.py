@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Mux, Signal, Value, signed
 
-__all__ = ["COORD", "MUL_ECP5_MACRO", "MUL_MODULE", "MUL_VERILOG", "PIPE_MODULE", "PIPE_VERILOG", "by_stride",
-           "multiply", "rotate", "pipe", "registered", "span", "times", "wire"]
+__all__ = ["COORD", "Copies", "MUL_ECP5_MACRO", "MUL_MODULE", "MUL_VERILOG", "PIPE_MODULE", "PIPE_VERILOG",
+           "READERS_PER_COPY", "by_stride", "kept_copy", "multiply", "rotate", "pipe", "registered", "span", "times",
+           "wire"]
 
 COORD = 16          # bits of a coordinate or extent
 
@@ -64,6 +65,23 @@ def pipe(m: Module, expr, name: str, shape=None) -> Signal:
 def _pipe_instance(m: Module, value, q: Signal) -> None:
     d = wire(m, value, f"{q.name}_d", q.shape())
     m.submodules[f"{q.name}_pipe"] = Instance(PIPE_MODULE, p_WIDTH=len(q), i_clk=ClockSignal("sync"), i_d=d, o_q=q)
+
+
+#: Readers (L2 banks, NoC lanes, PEs) that one kept copy of a register serves, where the one
+#: register would reach all of them across the device (:class:`Copies`)
+READERS_PER_COPY = 8
+
+
+class Copies(list):
+    """Kept copies of a register for ``count`` readers, one for each :data:`READERS_PER_COPY`
+    of them (at least one), ``make(i)`` making copy ``i``; :meth:`of` gives a reader its copy."""
+
+    def __init__(self, count: int, make):
+        super().__init__(make(i) for i in range(max(1, count // READERS_PER_COPY)))
+        self.count = count
+
+    def of(self, reader: int):
+        return self[reader * len(self) // self.count]
 
 
 def kept_copy(m: Module, name: str, shape, updates) -> Signal:

@@ -16,7 +16,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, drain_latency, reduction_levels
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, pipe, registered, rotate, wire
+from .common import COORD, READERS_PER_COPY, Copies, pipe, registered, rotate, wire
 from .controller import Controller, Product
 from .geometry import Geometry
 from .hostbus import HostBus
@@ -274,15 +274,16 @@ class Drain:
         # reduction tree over the positions, a register after each level (drain_latency).
         terms = [{} for _ in range(lanes)]            # lane -> reduction position -> masked words
         # (a group's select, registered since the PEs read a cycle later, in kept copies, one
-        # for each eight of the group's PEs: one register of 64 PEs would clear 32 lanes' words
-        # of each of them, 2,048 loads)
+        # for each READERS_PER_COPY of the group's PEs: one register of 64 PEs would clear 32
+        # lanes' words of each of them, 2,048 loads)
         selects, members = {}, {}
 
         def group_select(in_group, group, name):
             n = members[group] = members.get(group, -1) + 1
-            if (group, n // 8) not in selects:
-                selects[group, n // 8] = pipe(m, in_group, name, 1)
-            return selects[group, n // 8]
+            key = (group, n // READERS_PER_COPY)
+            if key not in selects:
+                selects[key] = pipe(m, in_group, name, 1)
+            return selects[key]
         for u0, u1, pe in pes:
             key = (u0 if red0 else 0, u1 if red1 else 0)
             if across is None:
@@ -352,15 +353,11 @@ class Drain:
         Q = 1 << (lanes - 1).bit_length()
         rotated = rotate(m, [values[p] if p < lanes else values[0] for p in range(Q)], addr_q[rotate_at],
                          "dr_rot", signed(32), down=True)
-        # the addresses at the banks' read and write in kept copies, one for each eight banks:
-        # the compare and add of a bank's row work on a register beside it, not on one register
-        # across the device (Yosys shares the compares of every bank)
-        copies = {}
-
-        def near(k, b):
-            if (k, b // 8) not in copies:
-                copies[k, b // 8] = pipe(m, addr_q[k - 1], f"dr_addr_d{k}_{b // 8}", OB)
-            return copies[k, b // 8]
+        # the addresses at the banks' read and write in kept copies (common.Copies): the compare
+        # and add of a bank's row work on a register beside it, not on one register across the
+        # device (Yosys shares the compares of every bank)
+        near = {k: Copies(len(l2.outputs), lambda i, k=k: pipe(m, addr_q[k - 1], f"dr_addr_d{k}_{i}", OB))
+                for k in (read_at, latency)}
         for b, (rd, wr) in enumerate(l2.outputs):
             j = lane_of(addr_q[rotate_at], b)
             moved = pipe(m, rotated[b % Q], f"dr_bank_value{b}", signed(32))
@@ -368,11 +365,11 @@ class Drain:
             for k in range(rotate_at + 1, latency):     # (no reduction level: a cycle to wait)
                 moved, write_en = reg(moved, f"dr_bank_value{b}_d{k}"), reg(write_en, f"dr_bank_en{b}_d{k}", 1)
             old = reg(rd.data, f"dr_old{b}", 32)
-            # the bank's rows to read and write (from the addresses' copies of its eight banks)
+            # the bank's rows to read and write (from its copies of the addresses)
             # and whether the accelerator or the host has its ports (a register of its own)
             running = ctl.running_copy(m, f"dr_running{b}")
-            rd_row = bank_row(near(read_at, b), b)
-            wr_row = bank_row(near(latency, b), b)
+            rd_row = bank_row(near[read_at].of(b), b)
+            wr_row = bank_row(near[latency].of(b), b)
             m.d.comb += [rd.addr.eq(Mux(running, rd_row, bus.out_row)), rd.en.eq(1)]
             m.d.comb += [wr.addr.eq(Mux(running, wr_row, bus.out_row)),
                          wr.data.eq(Mux(running, old + moved, top.bus_wdata)),

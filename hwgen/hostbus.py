@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Module, Mux, Signal
 
-from .common import pipe
+from .common import Copies, pipe
 from .geometry import CONFIG_REGS, Geometry
 from .l2 import L2
 
@@ -33,12 +33,9 @@ class HostBus:
         region = top.bus_addr[n:n + 4]
         offset = top.bus_addr[:n]
         lg = (banks - 1).bit_length()
-        # (the banks' write enables from kept copies of ``busy``, one for each eight banks: the
-        # one register's wires would reach every block RAM of L2)
-        copies = [pipe(m, busy_soon, f"host_busy{i}") for i in range(max(1, banks // 8))]
-
-        def busy_near(b):
-            return copies[b * len(copies) // banks]
+        # (the banks' write enables from kept copies of ``busy``: the one register's wires would
+        # reach every block RAM of L2)
+        busy_near = Copies(banks, lambda i: pipe(m, busy_soon, f"host_busy{i}")).of
         for name, ports in (("input", l2.inputs), ("weight", l2.weights)):
             for b, (_, wr) in enumerate(ports):
                 hit = top.bus_we & (region == REGION[name]) & ~busy_near(b)

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
 
-from costmodel.hwgen_preset.rules import (LOOP_DIMS, ROTATION_SPLIT_WORDS, Ingress, ingress, l1_input_fields, load_latency,
-                                         slide_extent)
+from costmodel.hwgen_preset.rules import (LOOP_DIMS, ROTATION_SPLIT_WORDS, Ingress, ingress, l1_input_fields,
+                                         load_latency, slide_extent)
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, by_stride, kept_copy, pipe, registered, rotate, span, wire
+from .common import COORD, Copies, by_stride, kept_copy, pipe, registered, rotate, span, wire
 from .controller import Controller, Product
 from .geometry import Geometry
 from .l2 import L2
@@ -322,19 +322,20 @@ class Loader:
             with m.Else():
                 m.d.sync += first(w_box, "l_w", "weight", now=True)
         # Bank b serves lane (b - addr) mod W: the word at addr + that, in row hi or hi + 1 (hi
-        # = addr // W), worked out beside the bank from a kept copy of the chunk's address, one
-        # for each eight banks, which takes the same updates as l2_addr (in the same order: the
-        # last assignment above wins), its own sum included; from l2_addr itself, the rows'
-        # compares (Yosys shares them between the banks) and adds lay on wires across the device
+        # = addr // W), worked out beside the bank from a kept copy of the chunk's address (one
+        # for each eight banks, common.Copies), which takes the same updates as l2_addr (in the
+        # same order: the last assignment above wins), its own sum included; from l2_addr
+        # itself, the rows' compares (Yosys shares them between the banks) and adds lay on
+        # wires across the device
         def copy_updates(q):
             return [(starts_load & ld.ld_in, in_box["base"]), (starts_load, w_box["base"]),
                     (issuing & box_end & to_weights, w_box["base"]),
                     (issuing & next_outer, (out_a_r + box["outer_stride"])[:A]),
                     (issuing & next_run, (run_a_r + box["inner_stride"])[:A]),
                     (issuing & ~last_chunk, (q + Mux(last_phase, box["wrap"], step))[:A])]
-        a_near = [kept_copy(m, f"l2_addr_{i}", A, copy_updates) for i in range(max(1, W // 8))]
+        a_near = Copies(W, lambda i: kept_copy(m, f"l2_addr_{i}", A, copy_updates))
         for b in range(W):
-            a = a_near[b * len(a_near) // W]
+            a = a_near.of(b)
             row = wire(m, ((a >> lg) + (b < a[:lg]))[:A] if b < W - 1 else a >> lg, f"bank{b}_row", A)
             for ports in (l2.inputs, l2.weights):
                 rd = ports[b][0]
@@ -373,8 +374,8 @@ class Loader:
         # half): one register would drive 64 lanes of bytes' choices, ~4,000 LUT inputs a bit
         lane_data = Signal(8 * W, name="lane_data")
         lg_w = (W - 1).bit_length()
-        sel = [pipe(m, Cat(addr_d1[:lg_w], delayed[1]["weight"]), f"lane_sel_d2_{i}") for i in range(max(1, W // 8))]
-        chosen = [wire(m, Mux(sel[b * len(sel) // W][lg_w], banked["weight"][8 * b: 8 * b + 8],
+        sel = Copies(W, lambda i: pipe(m, Cat(addr_d1[:lg_w], delayed[1]["weight"]), f"lane_sel_d2_{i}"))
+        chosen = [wire(m, Mux(sel.of(b)[lg_w], banked["weight"][8 * b: 8 * b + 8],
                               banked["input"][8 * b: 8 * b + 8]), f"lane_banked{b}", 8) for b in range(W)]
         if split:
             half = (lg_w + 1) // 2

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .rules import (LOOP_DIMS, TENSOR_LOOP_DIMS, TIMING, TimingConstants, check_timing, drain_latency, drain_runs, load_latency,
-                    ingress, input_span, slides, slot_cycles, tensor_load)
+from .rules import (LOOP_DIMS, TENSOR_LOOP_DIMS, TIMING, TimingConstants, check_timing, drain_latency, drain_runs,
+                    ingress, input_span, load_latency, slides, slot_cycles, tensor_load)
 from .structure import HwStructure, LayerTiles
 
 __all__ = ["fast_summary", "hwgen_cycles"]
