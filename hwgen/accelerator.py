@@ -56,10 +56,19 @@ class Accelerator(wiring.Component):
         m.d.comb += [self.busy.eq(ctl.busy), self.done.eq(ctl.done)]
         l2 = L2.build(m, self.l2_words, s.noc_words_per_cycle)
         bus = HostBus.build(m, self, g, l2, s.noc_words_per_cycle, ctl.busy, ctl.done, ctl.cycles, ctl.busy_soon)
-        ctl.elaborate(m, s, g, bus.start)
+        template = self.pe()
+        start = bus.start
+        if template.psum_clear_cycles:
+            # the PEs clear their partial sums (LUT RAM) in the cycles after reset: a start
+            # written then is ignored (docs/timing.md)
+            clearing = Signal(range(template.psum_clear_cycles + 1), init=template.psum_clear_cycles,
+                              name="pe_clearing")
+            with m.If(clearing != 0):
+                m.d.sync += clearing.eq(clearing - 1)
+            start = wire(m, bus.start & (clearing == 0), "start_accepted")
+        ctl.elaborate(m, s, g, start)
         loader = Loader.build(m, s, g, ctl, l2, self.abits)
         compute = Compute.build(m, s, g, ctl)
-        template = self.pe()
         pes = [(u0, u1, pe_instance(m, f"pe_{u0}_{u1}", template)) for u0 in range(s.n0) for u1 in range(s.n1)]
         drain = Drain.build(m, s, g, ctl, l2, bus, pes, self)
         shared = _PerClass(m, s, g, ctl, loader, compute)

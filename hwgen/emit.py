@@ -103,6 +103,15 @@ def write_design_sources(structure: HwStructure, l2_words: dict[str, int], folde
             write_ip_top(structure, l2_words, folder / f"{IP_TOP}.v")]
 
 
+def _pe(structure: HwStructure):
+    """The design's PE (its geometry only)."""
+    from .drain import drain_lanes
+    from .pe import PE
+    pe = PE(structure, drain_lanes(structure))
+    pe._MustUse__silence = True
+    return pe
+
+
 def emit_design(hw: Hardware, dataflow_for: Callable[[Layer], Dataflow], layers: Sequence[Layer],
                 out: Path, dataflow_spec: str | None = None) -> str:
     """Generate the accelerator for ``layers[0]``'s dataflow on ``hw`` into ``out``, with the
@@ -156,7 +165,10 @@ def emit_design(hw: Hardware, dataflow_for: Callable[[Layer], Dataflow], layers:
             "axil_address_bits": AXIL_ADDR_BITS, "region_codes": regmap.REGION_CODES,
             "core": {"module": TOP, "ports": {"clk": 1, "rst": 1, "bus_addr": offset_bits + 4, "bus_wdata": 32,
                                               "bus_we": 1, "bus_re": 1, "bus_rdata": 32, "busy": 1, "done": 1},
-                     "bus": {"offset_bits": offset_bits, "regions": REGION, "ctrl": CTRL}},
+                     "bus": {"offset_bits": offset_bits, "regions": REGION, "ctrl": CTRL},
+                     # cycles after reset in which a start write is ignored (the PEs clear their
+                     # partial sums' memories; docs/timing.md)
+                     "psum_clear_cycles": _pe(structure).psum_clear_cycles},
             "files": {"verilog": list(ipfiles.VERILOG_FILES), "register_map": reg_files,
                       "c_example": "accelgen_example.c", "fusesoc": f"{did}.core", "file_list": "files.f",
                       "vivado": "accelgen_files.tcl"},

@@ -37,10 +37,14 @@ from costmodel.hwgen_preset.rules import ingress, input_span, l1_shape, l1_words
 
 from .common import multiply, pipe, registered, wire
 
-__all__ = ["PE", "PE_MODULE", "align_row", "pe_instance", "pick", "row_window", "shifts_rows"]
+__all__ = ["PE", "PE_MODULE", "PSUM_RAM_MIN_ROWS", "align_row", "pe_instance", "pick", "row_window", "shifts_rows"]
 
 #: The Verilog module name of the PE: every position of the array is an instance of it.
 PE_MODULE = "accelgen_pe"
+
+#: Rows of drain runs (words / drain lanes) from which a PE keeps its partial sums in LUT RAM, a
+#: memory for each buffer and lane, instead of a register each.
+PSUM_RAM_MIN_ROWS = 2
 
 
 def row_window(cols: int, lanes: int) -> int:
@@ -139,6 +143,13 @@ class PE(wiring.Component):
         self.words = l1_words(t, s.max_stride)
         self.in_cols = input_span(t["X"], s.max_stride, t["S"])       # a window's columns
         n_out = self.words["output"]
+        # partial sums in LUT RAM when the tile has PSUM_RAM_MIN_ROWS rows or more of drain runs
+        # (else a register each: _psums_in_registers)
+        lg = (drain_lanes - 1).bit_length()
+        in_ram = (drain_lanes == 1 << lg and t["X"] % drain_lanes == 0
+                  and n_out // drain_lanes >= PSUM_RAM_MIN_ROWS)
+        self.psum_rows = n_out // drain_lanes if in_ram else 0
+        self.psum_depth = 1 << max(1, (self.psum_rows - 1).bit_length()) if in_ram else 0
         taps = {name: In(unsigned(8 * banks)) for name, (banks, _) in self.shape.items()}
         if self.window:
             taps["input"] = In(unsigned(8 * W))                          # the lanes: the PE aligns its window
@@ -167,6 +178,12 @@ class PE(wiring.Component):
             "psum": Out(unsigned(32 * drain_lanes)),      # word j in bits [32j, 32j+32)
         })
 
+    @property
+    def psum_clear_cycles(self) -> int:
+        """Cycles after reset in which the PE clears its partial sums (memories are not reset),
+        during which the top level ignores ``start``: 0 when they are registers."""
+        return self.psum_depth
+
     def _words(self, name: str) -> int:
         banks, rows = self.shape[name]
         return banks * rows
@@ -192,10 +209,120 @@ class PE(wiring.Component):
             enables.append(we & hit)
         return [a.as_unsigned() for a in aligned], enables
 
+    # ---- partial sums: two buffers (the compute engine accumulates into one while the drain reads
+    # and clears the other), each word read, added to the product and written in one cycle
+    # (stage 3), or read (and cleared) by the drain ---------------------------------------------
+    def _psums_in_registers(self, m: Module, mac, bank1, addr1, drain) -> None:
+        """Each partial sum a register: for a tile of one row a drain run, which the drain reads
+        whole in one cycle (``drain_lanes`` words, the row)."""
+        n_out, L, t = self.words["output"], self.drain_lanes, self.tile
+        psums = [[Signal(signed(32), name=f"output{b}_{i}") for i in range(n_out)] for b in range(2)]
+        # (the partial sum's read: each byte with its own stage-2 copy of the bank and the
+        # address, so no register reaches all 32 bits' muxes, the adder's inputs)
+        slices = []
+        for j in range(4):
+            k = pipe(m, bank1, f"ps_old_k{j}")
+            a = pipe(m, addr1, f"ps_old_a{j}") if n_out > 1 else None
+            words = [[w[8 * j: 8 * j + 8] for w in psums[b]] for b in range(2)]
+            slices.append(Mux(k, words[1][0], words[0][0]) if a is None
+                          else Mux(k, pick(words[1], a), pick(words[0], a)))
+        ps_old = wire(m, Cat(*slices), "ps_old", signed(32))
+        total = wire(m, ps_old + mac.prod, "mac", signed(32))
+        words = [wire(m, Mux(drain.bank, psums[1][i], psums[0][i]), f"dr_word{i}", signed(32))
+                 for i in range(n_out)]
+        # When L divides the X tile, the drain's runs start at multiples of L (a row of the
+        # tile is X words, drain.py's walk): lane j then reads only words L * s + j, the run's
+        # slot s found by comparing the address with constants, an AND-OR of n_out / L words a
+        # bit (the efficiency table's kcp PE on small: 16 lanes, one slot, no choice) in place
+        # of an n_out:1 mux a lane
+        slotted = L > 1 and t["X"] % L == 0
+        if slotted:
+            at_slot = ([Const(1, 1)] if n_out == L else
+                       [wire(m, drain.addr == L * k, f"dr_slot{k}") for k in range(n_out // L)])
+            for j in range(L):
+                picked = [Mux(at_slot[k], words[L * k + j], 0) for k in range(n_out // L)]
+                m.d.comb += self.psum[32 * j: 32 * j + 32].eq(functools.reduce(operator.or_, picked))
+        else:
+            for j in range(L):
+                a = wire(m, drain.addr + j, f"dr_a{j}", range(n_out + L + 1))
+                m.d.comb += self.psum[32 * j: 32 * j + 32].eq(words[0] if n_out == 1 else pick(words, a))
+        for i in range(n_out):
+            if L == 1:
+                cleared = drain.en & (drain.addr == i)
+            elif slotted:
+                cleared = drain.en & at_slot[i // L] & at_least(drain.len, i % L + 1)
+            else:
+                cleared = drain.en & (i < drain.addr + drain.len)
+                if i < 2 ** len(drain.addr) - 1:          # (else dr_addr <= i always)
+                    cleared = cleared & (drain.addr <= i)
+            cleared = wire(m, cleared, f"dr_clr{i}")
+            written = wire(m, mac.we & (mac.addr == i), f"ps_we{i}")
+            for b in range(2):
+                # (a clear and a write never meet: the bank drained is not the one computed)
+                with m.If(cleared & (drain.bank == b)):
+                    m.d.sync += psums[b][i].eq(0)
+                with m.Elif(written & (mac.bank == b)):
+                    m.d.sync += psums[b][i].eq(total)
+
+    def _psums_in_ram(self, m: Module, mac, bank1, addr1, drain) -> None:
+        """The partial sums in LUT RAM (a memory with an asynchronous read port and a write port,
+        which synthesis maps to distributed RAM: an ECP5's 16x4 cells, a Xilinx's RAM32M/64M),
+        one for each buffer and drain lane: word ``i`` (``i = row * L + j``, ``L`` the drain's
+        lanes, a power of two dividing the X tile) is row ``row`` of lane ``j``'s memory.  A
+        drain run (``L`` words from a multiple of ``L``) is one row of every lane; the compute
+        engine's word one row of one lane.
+
+        Each memory has one read and one write port, shared: the drain's address while the drain
+        reads that buffer, else the compute engine's (they never use one buffer in the same
+        cycle).  The drain clears what it reads (a write of 0); for ``psum_rows`` cycles after
+        reset the PE clears every row (memories are not reset; until then the top level ignores
+        ``start``: ``psum_clear_cycles``)."""
+        L, depth = self.drain_lanes, self.psum_depth
+        lg, rbits = (L - 1).bit_length(), (depth - 1).bit_length()
+        row_c = wire(m, mac.addr[lg:lg + rbits], "ps_row")
+        row_d = wire(m, drain.addr[lg:lg + rbits], "dr_row")
+        # the clear after reset: every row, one a cycle
+        sweep_row = Signal(rbits, name="ps_sweep_row")
+        sweeping = Signal(name="ps_sweeping", init=1)
+        with m.If(sweeping):
+            m.d.sync += sweep_row.eq(sweep_row + 1)
+            with m.If(sweep_row == depth - 1):
+                m.d.sync += sweeping.eq(0)
+        mems = [[Memory(shape=signed(32), depth=depth, init=[]) for _ in range(L)] for _ in range(2)]
+        data = [[None] * L for _ in range(2)]
+        ram_writes = []
+        for b in range(2):
+            drained = wire(m, drain.en & (drain.bank == b), f"dr_here{b}")
+            rd_row = wire(m, Mux(drained, row_d, row_c), f"ps_rd_row{b}")
+            for j, mem in enumerate(mems[b]):
+                m.submodules[f"psum{b}_{j}"] = mem
+                rp = mem.read_port(domain="comb")
+                wp = mem.write_port()
+                m.d.comb += rp.addr.eq(rd_row)
+                data[b][j] = rp.data
+                cleared = drained & (at_least(drain.len, j + 1) if L > 1 else 1)
+                written = mac.we & (mac.bank == b) & (mac.addr[:lg] == j if L > 1 else 1)
+                m.d.comb += [wp.addr.eq(Mux(sweeping, sweep_row, rd_row)),
+                             wp.en.eq(sweeping | cleared | written)]
+                ram_writes.append((wp, sweeping | drained))
+        # (the compute engine's read: each byte chosen by its own stage-2 copy of the bank and
+        # lane, so no register reaches all 32 bits' muxes)
+        slices = []
+        for k in range(4):
+            sel = Cat(pipe(m, addr1[:lg], f"ps_old_l{k}"), pipe(m, bank1, f"ps_old_k{k}")) if L > 1 else \
+                pipe(m, bank1, f"ps_old_k{k}")
+            words = [data[b][j][8 * k: 8 * k + 8] for b in range(2) for j in range(L)]
+            slices.append(pick(words, sel))
+        ps_old = wire(m, Cat(*slices), "ps_old", signed(32))
+        total = wire(m, ps_old + mac.prod, "mac", signed(32))
+        for wp, clears in ram_writes:
+            m.d.comb += wp.data.eq(Mux(clears, 0, total))
+        for j in range(L):
+            m.d.comb += self.psum[32 * j: 32 * j + 32].eq(Mux(drain.bank, data[1][j], data[0][j]))
+
     def elaborate(self, platform):
         m = Module()
         t = self.tile
-        psums = [[Signal(signed(32), name=f"output{b}_{i}") for i in range(self.words["output"])] for b in range(2)]
 
         # ---- L1: per tensor, banks of LUT RAM (double-buffered: the buffer is the address's top
         # bit), a chunk's words written at the row the loader counts, read by the compute
@@ -248,21 +375,7 @@ class PE(wiring.Component):
         # The next step's issue overlaps stages 2 and 3 (it reads operands only); the compute
         # engine stays busy one cycle after its last issue, and the one write that lands in the
         # next slot (the last issue's) lands before the drain reads (below).
-        def read_sliced(name, bank, addr, piece, tag):
-            """A partial sum read in slices of ``piece`` bits, each slice with its own register
-            of ``bank`` and ``addr`` (of their values a cycle before), kept beside its muxes, so
-            no register reaches all the word's muxes."""
-            width = 32
-            slices = []
-            for j in range(width // piece):
-                k = pipe(m, bank, f"{tag}_k{j}")
-                a = pipe(m, addr, f"{tag}_a{j}") if len(psums[0]) > 1 else None
-                words = [[w[piece * j: piece * j + piece] for w in psums[b]] for b in range(2)]
-                slices.append(Mux(k, words[1][0], words[0][0]) if a is None
-                              else Mux(k, pick(words[1], a), pick(words[0], a)))
-            return wire(m, Cat(*slices), tag, signed(width))
         rd_on = pipe(m, self.rd_on, "rd_on_r")
-        n_out = self.words["output"]
         if self.simd == 1:
             # one lane: the operands (the input's 0 off the filter) and the product are the
             # registers of one multiplier (an FPGA's multiplier block and its own registers).
@@ -300,57 +413,17 @@ class PE(wiring.Component):
         bank_ps = pipe(m, self.cp_bank_ps, "cp_bank_ps_r")
         m.d.sync += [we[0].eq(mac_en), addr[0].eq(ps_addr), bank[0].eq(bank_ps),
                      we[1].eq(we[0]), addr[1].eq(addr[0]), bank[1].eq(bank[0])]
-        we_r, addr_r, bank_r = we[1], addr[1], bank[1]
-        # (the partial sum's read: each byte with its own stage-2 copy of the bank and the
-        # address, so no register reaches all 32 bits' muxes, the adder's inputs)
-        ps_old = read_sliced("output", bank[0], addr[0], 8, "ps_old")
-        mac = wire(m, ps_old + prod_r, "mac", signed(32))
-
-        # ---- drain: read, clear ------------------------------------------------------------
         # What the drain tells the PEs is registered at each PE's input, like the broadcasts
         # above, so a drain issue reads at d+1: five cycles or more after the step's last MAC
         # issue e (the drain issues from its go + DRAIN_WAIT, e + 4 or later), whose write
         # landed at e+4.  (A lane past the row, j >= dr_len, reads a word the drain ignores.)
-        dr_en = pipe(m, self.dr_en, "dr_en_r")
-        dr_bank = pipe(m, self.dr_bank, "dr_bank_r")
-        dr_addr = pipe(m, self.dr_addr, "dr_addr_r")
-        dr_len = pipe(m, self.dr_len, "dr_len_r")
-        L = self.drain_lanes
-        words = [wire(m, Mux(dr_bank, psums[1][i], psums[0][i]), f"dr_word{i}", signed(32))
-                 for i in range(n_out)]
-        # When L divides the X tile, the drain's runs start at multiples of L (a row of the
-        # tile is X words, drain.py's walk): lane j then reads only words L * s + j, the run's
-        # slot s found by comparing the address with constants, an AND-OR of n_out / L words a
-        # bit (the efficiency table's kcp PE on small: 16 lanes, one slot, no choice) in place
-        # of an n_out:1 mux a lane
-        slotted = L > 1 and t["X"] % L == 0
-        if slotted:
-            at_slot = ([Const(1, 1)] if n_out == L else
-                       [wire(m, dr_addr == L * k, f"dr_slot{k}") for k in range(n_out // L)])
-            for j in range(L):
-                picked = [Mux(at_slot[k], words[L * k + j], 0) for k in range(n_out // L)]
-                m.d.comb += self.psum[32 * j: 32 * j + 32].eq(functools.reduce(operator.or_, picked))
+        drain = SimpleNamespace(en=pipe(m, self.dr_en, "dr_en_r"), bank=pipe(m, self.dr_bank, "dr_bank_r"),
+                                addr=pipe(m, self.dr_addr, "dr_addr_r"), len=pipe(m, self.dr_len, "dr_len_r"))
+        mac_write = SimpleNamespace(we=we[1], addr=addr[1], bank=bank[1], prod=prod_r)
+        if self.psum_rows:
+            self._psums_in_ram(m, mac_write, bank[0], addr[0], drain)
         else:
-            for j in range(L):
-                a = wire(m, dr_addr + j, f"dr_a{j}", range(n_out + L + 1))
-                m.d.comb += self.psum[32 * j: 32 * j + 32].eq(words[0] if n_out == 1 else pick(words, a))
-        for i in range(n_out):
-            if L == 1:
-                cleared = dr_en & (dr_addr == i)
-            elif slotted:
-                cleared = dr_en & at_slot[i // L] & at_least(dr_len, i % L + 1)
-            else:
-                cleared = dr_en & (i < dr_addr + dr_len)
-                if i < 2 ** len(dr_addr) - 1:          # (else dr_addr <= i always)
-                    cleared = cleared & (dr_addr <= i)
-            cleared = wire(m, cleared, f"dr_clr{i}")
-            written = wire(m, we_r & (addr_r == i), f"ps_we{i}")
-            for b in range(2):
-                # (a clear and a write never meet: the bank drained is not the one computed)
-                with m.If(cleared & (dr_bank == b)):
-                    m.d.sync += psums[b][i].eq(0)
-                with m.Elif(written & (bank_r == b)):
-                    m.d.sync += psums[b][i].eq(mac)
+            self._psums_in_registers(m, mac_write, bank[0], addr[0], drain)
         return m
 
 

@@ -90,9 +90,12 @@ def random_layers(dataflow: str, seed: int, count: int) -> list[Layer]:
     return out
 
 
-def run_case(dataflow: str, array_name: str, sim: str, extra=(), reuse: bool = False) -> list[dict]:
+def run_case(dataflow: str, array_name: str, sim: str, extra=(), reuse: bool = False,
+             abort_midway: bool = False) -> list[dict]:
     """Run the dataflow's layers (and ``extra`` ones) on one generated design in ``sim``.
-    Returns one row per layer: shape, predicted and measured cycles, bit-exactness, utilisation."""
+    Returns one row per layer: shape, predicted and measured cycles, bit-exactness, utilisation.
+    With ``abort_midway``, each layer is first started and the design reset halfway through
+    its run."""
     from .driver import make_job, random_operands
     from .runner import run_jobs, timeout_cycles
 
@@ -111,7 +114,8 @@ def run_case(dataflow: str, array_name: str, sim: str, extra=(), reuse: bool = F
         jobs.append((layer.name, job, timeout_cycles(predicted)))
         meta[layer.name] = (layer, predicted, job.expected)
     rows = []
-    for result in run_jobs(structure, l2, jobs, sim, reuse=reuse):
+    abort = {name: predicted // 2 for name, (_, predicted, _) in meta.items()} if abort_midway else None
+    for result in run_jobs(structure, l2, jobs, sim, reuse=reuse, abort_after=abort):
         layer, predicted, expected = meta[result["name"]]
         measured = result["measured_cycles"]
         rows.append({"dataflow": dataflow, "array": array_name, "pes": hw.num_pes,

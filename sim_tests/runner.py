@@ -67,12 +67,16 @@ def _bench_digest() -> str:
 
 
 def run_jobs(structure: HwStructure, l2_words: dict[str, int], jobs: list[tuple[str, Job, int]],
-             sim: Simulator, reuse: bool = False) -> list[dict]:
+             sim: Simulator, reuse: bool = False, abort_after: dict[str, int] | None = None) -> list[dict]:
     """Run ``(name, job, timeout_cycles)`` on ``sim``; returns per job ``finished``,
     ``measured_cycles`` and ``outputs``.  With ``reuse``, a job already run on the same design
     (same generator, same Verilog), bench and simulator is not run again: its result is read from
     the build folder (``make validate-rtl`` goes on where an interrupted run stopped; the tests
-    always simulate)."""
+    always simulate).  With ``abort_after`` (job name -> cycles), each job it names is first
+    started and the design reset that many cycles later, then the job is run whole (what is
+    returned)."""
+    if abort_after is not None:
+        return _simulate(structure, l2_words, jobs, sim, abort_after)
     if reuse:
         did = design_id(structure, l2_words)
         cache = simenv.build_dir(did, sim, generator_digest()) / "results"
@@ -92,7 +96,7 @@ def run_jobs(structure: HwStructure, l2_words: dict[str, int], jobs: list[tuple[
 
 
 def _simulate(structure: HwStructure, l2_words: dict[str, int], jobs: list[tuple[str, Job, int]],
-              sim: Simulator) -> list[dict]:
+              sim: Simulator, abort_after: dict[str, int] | None = None) -> list[dict]:
     simenv.apply_env()
     missing = simenv.missing_tools(sim)
     if missing:
@@ -114,7 +118,8 @@ def _simulate(structure: HwStructure, l2_words: dict[str, int], jobs: list[tuple
     PHASE_SECONDS["build"] = time.perf_counter() - clock
     payload = []
     for i, (name, job, timeout) in enumerate(jobs):
-        payload.append({"name": name, "job": job.as_dict(), "timeout_cycles": timeout, "streams": i % 2 == 0})
+        payload.append({"name": name, "job": job.as_dict(), "timeout_cycles": timeout, "streams": i % 2 == 0,
+                        "abort_after": (abort_after or {}).get(name)})
     token = hashlib.sha256(json.dumps([p["name"] for p in payload]).encode()).hexdigest()[:10]
     run_dir = build / f"run_{os.getpid()}_{token}"
     run_dir.mkdir(parents=True, exist_ok=True)

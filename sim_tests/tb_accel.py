@@ -65,7 +65,18 @@ class _Edges:
         return self.irq_edge - self.start_edge
 
 
-async def _execute(prog, axil: AxiLiteMaster, source: AxiStreamSource, sink: AxiStreamSink):
+async def _reset(dut) -> None:
+    dut.aresetn.value = 0
+    for _ in range(3):
+        await RisingEdge(dut.aclk)
+    dut.aresetn.value = 1
+    await RisingEdge(dut.aclk)
+
+
+async def _execute(prog, axil: AxiLiteMaster, source: AxiStreamSource, sink: AxiStreamSink,
+                   abort: tuple | None = None):
+    """Run the host program ``prog``; with ``abort = (dut, start_address, cycles)``, reset the
+    design ``cycles`` clock edges after the program's start write instead of finishing it."""
     reply = None
     try:
         while True:
@@ -76,6 +87,13 @@ async def _execute(prog, axil: AxiLiteMaster, source: AxiStreamSource, sink: Axi
                     await axil.write_dword(op.address, op.value)
                 else:                         # a contiguous low strobe: the short tail of a tensor
                     await axil.write(op.address, op.value.to_bytes(4, "little")[:op.strobe.bit_length()])
+                if abort is not None and op.address == abort[1] and op.value & 1:
+                    dut = abort[0]
+                    for _ in range(abort[2]):
+                        await RisingEdge(dut.aclk)
+                    await _reset(dut)
+                    prog.close()
+                    return None
             elif isinstance(op, Read):
                 reply = await axil.read_dword(op.address)
             elif isinstance(op, Stream):
@@ -105,16 +123,19 @@ async def run_jobs(dut) -> None:
     # both streams stall now and then: the shell's back-pressure paths run in every case
     source.set_pause_generator(itertools.cycle([0, 0, 0, 1, 0, 1]))
     sink.set_pause_generator(itertools.cycle([0, 1, 0, 0, 1, 1, 0]))
-    for _ in range(3):
-        await RisingEdge(dut.aclk)
-    dut.aresetn.value = 1
-    await RisingEdge(dut.aclk)
+    await _reset(dut)
     edges = _Edges(dut, regs.address("ctrl"))
     cocotb.start_soon(edges.run())
     await axil.write_dword(regs.address("irq_enable"), regs["irq_enable"].value(done=1))
     results = []
     for i, entry in enumerate(jobs):
         job = Job.from_dict(entry["job"])
+        if entry.get("abort_after"):
+            # the job started, reset in the middle of its run, then run again from the start
+            # (what the PEs accumulated must not leak into the next run)
+            await _execute(program(job, streams=False), axil, source, sink,
+                           abort=(dut, regs.address("ctrl"), entry["abort_after"]))
+            await axil.write_dword(regs.address("irq_enable"), regs["irq_enable"].value(done=1))
         try:
             outputs, cycles = await _execute(program(job, streams=entry["streams"],
                                                      poll_limit=entry["timeout_cycles"] // 4 + 16),

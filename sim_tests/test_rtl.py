@@ -8,6 +8,7 @@ import pytest
 from costmodel.analysis import resolve_dataflow
 from costmodel.hwgen_preset.preset import hwgen_structure
 from hwgen.axi import IRQ_LATENCY_CYCLES
+from hwgen.drain import drain_lanes
 from hwgen.pe import PE, shifts_rows
 
 from . import matrix, simenv
@@ -62,4 +63,26 @@ def test_rtl_wide_noc(sim, dataflow):
     extra = matrix.random_layers(dataflow, seed=zlib.crc32(f"{dataflow}-{WIDE}".encode()), count=2)
     rows = matrix.run_case(dataflow, WIDE, sim, extra)
     assert len(rows) == len(todo) + len(extra)
+    _check(rows)
+
+
+#: Designs whose PEs keep their partial sums in LUT RAM (one drain lane; two), which is not
+#: reset: the PEs clear it after reset (``docs/timing.md``, "Double buffering").
+PSUMS_IN_RAM = [("xp(k_tile=2)", "tiny8"), ("kcp_x2", "tiny4")]
+
+
+@pytest.mark.parametrize("sim", simenv.SIMULATORS)
+@pytest.mark.parametrize("dataflow,array_name", PSUMS_IN_RAM, ids=[f"{d}-{a}" for d, a in PSUMS_IN_RAM])
+def test_rtl_reset_midway(sim, dataflow, array_name):
+    """Every layer started, the design reset halfway through its run (partial sums in the PEs'
+    memories), then run again: exact, to the cycle."""
+    simenv.require_simulator(sim)
+    hw = matrix.array(array_name)
+    todo = matrix.layers(dataflow)
+    s = hwgen_structure(resolve_dataflow(matrix.dataflow_spec(dataflow), todo[0], hw), todo[0], hw, fit=todo)
+    pe = PE(s, drain_lanes(s))
+    pe._MustUse__silence = True
+    assert pe.psum_rows >= 2 and pe.psum_clear_cycles >= pe.psum_rows
+    rows = matrix.run_case(dataflow, array_name, sim, abort_midway=True)
+    assert len(rows) == len(todo)
     _check(rows)

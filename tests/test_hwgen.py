@@ -296,6 +296,7 @@ def test_emit_writes_verilog_filelist_and_manifest(tmp_path: Path, capsys):
     assert "module accelgen_top" in (out / "accelgen_top.v").read_text()
     assert "module accelgen_axi_top" in (out / "accelgen_axi_top.v").read_text()
     assert manifest["structure"]["num_pes"] == 8 and manifest["core"]["ports"]["bus_addr"] == 24
+    assert manifest["core"]["psum_clear_cycles"] == 0           # (one output a PE: registers)
     assert manifest["top"] == "accelgen_axi_top" and manifest["ports"]["s_axil_awaddr"]["width"] == 12
     by_name = {entry["layer"]: entry for entry in manifest["layers"]}
     conv1 = Conv2D("conv1", K=8, C=3, Y=16, X=16, R=3, S=3, padding=1)
@@ -369,3 +370,36 @@ def test_products_by_a_stride_and_input_spans_without_a_multiplier(max_stride):
     sim.add_testbench(bench)
     sim.run()
     assert seen and all(p == want_p and r == want_r for p, r, want_p, want_r in seen)
+
+
+def test_partial_sums_go_to_lut_ram_from_two_drain_runs(tmp_path: Path):
+    """A PE tile of two or more drain runs keeps its partial sums in memories (LUT RAM), a
+    lane's words one row each; a tile of one run (or runs that do not divide its rows) in
+    registers; the manifest gives the cycles after reset in which the PEs clear the memories."""
+    from hwgen.drain import drain_lanes
+    from hwgen.emit import write_verilog
+    from hwgen.pe import PE, PSUM_RAM_MIN_ROWS
+
+    def pe_of(dataflow, array_name):
+        hw = array(array_name)
+        todo = layers(dataflow)
+        s = hwgen_structure(resolve_dataflow(dataflow_spec(dataflow), todo[0], hw), todo[0], hw, fit=todo)
+        pe = PE(s, drain_lanes(s))
+        pe._MustUse__silence = True
+        return s, pe
+    seen = set()
+    for dataflow in DATAFLOWS:
+        for array_name in ARRAYS:
+            s, pe = pe_of(dataflow, array_name)
+            L, n_out = pe.drain_lanes, pe.words["output"]
+            expect = L & (L - 1) == 0 and s.pe_tile_max["X"] % L == 0 and n_out // L >= PSUM_RAM_MIN_ROWS
+            assert bool(pe.psum_rows) == expect, (dataflow, array_name)
+            if expect:
+                assert pe.psum_rows * L == n_out and pe.psum_rows <= pe.psum_clear_cycles < 2 * pe.psum_rows
+            seen.add((bool(pe.psum_rows), L > 1))
+    assert seen == {(False, False), (False, True), (True, False), (True, True)}   # the RTL matrix has each
+    s, pe = pe_of("kcp_x2", "tiny4")
+    text = write_verilog(s, l2_split(array("tiny4")), tmp_path / "top.v").read_text()
+    body = text[text.index("module accelgen_pe"):]
+    body = body[:body.index("endmodule")]
+    assert "psum0_1" in body and "output0_0" not in body and "ps_sweeping" in body
