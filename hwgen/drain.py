@@ -31,12 +31,8 @@ GROUP_FIELDS = (("K", COORD), ("Y", COORD), ("X", COORD), ("K_flag", 1), ("Y_fla
 
 
 def drain_lanes(s: HwStructure) -> int:
-    """Words the drain reads from one PE a cycle: the NoC's ``W``, or fewer when no PE tile has a
-    row that long (a group's row is at most the largest X tile, so ``⌈X_g / lanes⌉ = ⌈X_g / W⌉``);
-    one when the drain collects across groups."""
-    if s.drain_across_groups is not None:
-        return 1
-    return max(1, min(s.noc_words_per_cycle, s.pe_tile_max["X"]))
+    """Words the drain reads from one PE a cycle: :attr:`HwStructure.drain_lanes`."""
+    return s.drain_lanes
 
 
 def collection_lanes(s: HwStructure) -> int:

@@ -129,7 +129,7 @@ def structure_from_dict(d: dict) -> HwStructure:
     return HwStructure(int(d["num_pes"]), int(d["clusters"]), int(d["pes_per_cluster"]), tuple(d["spatial"]),
                        loops, int(d["noc_words_per_cycle"]), dict(d["pe_tile_max"]), int(d["max_stride"]),
                        int(d.get("simd_lanes", 1)), bool(d.get("slide_x", False)),
-                       bool(d.get("slide_y", False)))
+                       bool(d.get("slide_y", False)), int(d.get("drain_words", 0)))
 
 
 @dataclass(frozen=True)

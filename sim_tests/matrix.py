@@ -19,7 +19,7 @@ from costmodel.hwgen_preset.preset import hwgen_structure, l2_split
 from costmodel.hwgen_preset.structure import tiles_of
 from costmodel.workload import Layer, parse_layer_spec
 
-__all__ = ["CASES_FILE", "ARRAYS", "DATAFLOWS", "EFFICIENCY", "RANDOM_PER_CASE", "array", "dataflow_spec",
+__all__ = ["CASES_FILE", "ARRAYS", "CASES", "DATAFLOWS", "EFFICIENCY", "RANDOM_PER_CASE", "array", "dataflow_spec",
            "layers", "random_layers", "run_case"]
 
 CASES_FILE = Path(__file__).resolve().parent / "cases.yaml"
@@ -45,6 +45,15 @@ EFFICIENCY: tuple[tuple[str, str, str, tuple[str, ...]], ...] = tuple(
     (e["dataflow"], e["array"], e["layer"], tuple(e.get("sims", ("icarus", "verilator"))))
     for e in _cases()["efficiency"])
 RANDOM_PER_CASE: int = int(_cases()["random_shapes_per_case"])
+#: (dataflow, array) of the matrix: every dataflow on ``matrix_arrays``, or on its own ``arrays``;
+#: random shapes are added on the first array of each dataflow.
+CASES: tuple[tuple[str, str], ...] = tuple(
+    (name, arr) for name, entry in _cases()["dataflows"].items() for arr in entry.get("arrays", ARRAYS))
+
+
+def random_array(dataflow: str) -> str:
+    """The array a dataflow's random shapes run on: the first of its arrays."""
+    return next(arr for name, arr in CASES if name == dataflow)
 
 
 def dataflow_spec(name: str) -> DataflowSpec:

@@ -13,7 +13,7 @@ from hwgen.pe import PE, shifts_rows
 
 from . import matrix, simenv
 
-CASES = [(df, arr) for df in matrix.DATAFLOWS for arr in matrix.ARRAYS]
+CASES = list(matrix.CASES)
 
 
 def _check(rows):
@@ -34,7 +34,7 @@ def _check(rows):
 def test_rtl_matrix(sim, dataflow, array_name):
     simenv.require_simulator(sim)
     extra = matrix.random_layers(dataflow, seed=zlib.crc32(f"{dataflow}-{array_name}".encode()), count=3) \
-        if array_name == "tiny8" else ()
+        if array_name == matrix.random_array(dataflow) else ()
     rows = matrix.run_case(dataflow, array_name, sim, extra)
     assert len(rows) == len(matrix.DATAFLOWS[dataflow]) + len(extra)
     _check(rows)

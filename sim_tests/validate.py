@@ -128,14 +128,14 @@ def main(argv: list[str] | None = None) -> int:
     rows, eff = [], []
     try:
         for sim in sims:
-            for dataflow in matrix.DATAFLOWS:
-                for arr in matrix.ARRAYS:
-                    extra = matrix.random_layers(dataflow, seed=7, count=matrix.RANDOM_PER_CASE) if arr == matrix.ARRAYS[0] else ()
-                    got = matrix.run_case(dataflow, arr, sim, extra, reuse=True)
-                    rows += got
-                    bad = [r for r in got if r["difference"] != 0 or not r["bit_exact"]]
-                    print(f"{sim:9} {dataflow:4} {arr:6} {len(got)} cases"
-                          f"{'' if not bad else f', {len(bad)} FAILED'}", flush=True)
+            for dataflow, arr in matrix.CASES:
+                extra = (matrix.random_layers(dataflow, seed=7, count=matrix.RANDOM_PER_CASE)
+                         if arr == matrix.random_array(dataflow) else ())
+                got = matrix.run_case(dataflow, arr, sim, extra, reuse=True)
+                rows += got
+                bad = [r for r in got if r["difference"] != 0 or not r["bit_exact"]]
+                print(f"{sim:9} {dataflow:4} {arr:6} {len(got)} cases"
+                      f"{'' if not bad else f', {len(bad)} FAILED'}", flush=True)
             eff += efficiency_rows(sim)
     except AccelgenError as err:
         print(f"accelgen: error: {err}", file=sys.stderr)

@@ -223,8 +223,8 @@ def test_inline_energy_without_base_needs_everything() -> None:
      "unknown field 'word_bits' in area (allowed: base, mac_um2, l1_um2_per_byte, l2_um2_per_byte, "
      "noc_um2_per_pe, controller_um2)"),
     (small(name=""), "name must be a non-empty string, not ''"),
-    (small(pes=4), "unknown field 'pes' (allowed: name, num_pes, simd_lanes, l1_bytes_per_pe, l2_bytes, "
-                   "noc, multicast, spatial_reduction, offchip_bw_words_per_cycle, data_widths, clock_mhz, "
+    (small(pes=4), "unknown field 'pes' (allowed: name, num_pes, simd_lanes, pe_drain_words, l1_bytes_per_pe, "
+                   "l2_bytes, noc, multicast, spatial_reduction, offchip_bw_words_per_cycle, data_widths, clock_mhz, "
                    "energy, area)"),
     ({k: v for k, v in SMALL.items() if k != "l2_bytes"}, "l2_bytes is required"),
     ([1, 2], "the top level must be a mapping of hardware fields, not [1, 2]"),

@@ -28,7 +28,7 @@ from costmodel.workload.layers import GEMM, Conv2D
 from costmodel.workload.yaml_io import parse_layer_spec
 from hwgen.layout import natural_layout
 from sim_tests.driver import make_job, random_operands, reference_output
-from sim_tests.matrix import ARRAYS, DATAFLOWS, array, dataflow_spec, layers
+from sim_tests.matrix import CASES as MATRIX, DATAFLOWS, array, dataflow_spec, layers
 
 TINY = builtin_hardware("tiny")
 
@@ -60,7 +60,7 @@ def schedule_numerics(layer, dataflow: str, hw):
     return out.reshape(-1), np.array(expected), count
 
 
-CASES = [(df, arr, spec) for df in DATAFLOWS for arr in ARRAYS for spec in DATAFLOWS[df]]
+CASES = [(df, arr, spec) for df, arr in MATRIX for spec in DATAFLOWS[df]]
 
 
 @pytest.mark.parametrize("dataflow,array_name,spec", CASES)
@@ -388,16 +388,18 @@ def test_partial_sums_go_to_lut_ram_from_two_drain_runs(tmp_path: Path):
         pe._MustUse__silence = True
         return s, pe
     seen = set()
-    for dataflow in DATAFLOWS:
-        for array_name in ARRAYS:
-            s, pe = pe_of(dataflow, array_name)
-            L, n_out = pe.drain_lanes, pe.words["output"]
-            expect = L & (L - 1) == 0 and s.pe_tile_max["X"] % L == 0 and n_out // L >= PSUM_RAM_MIN_ROWS
-            assert bool(pe.psum_rows) == expect, (dataflow, array_name)
-            if expect:
-                assert pe.psum_rows * L == n_out and pe.psum_rows <= pe.psum_clear_cycles < 2 * pe.psum_rows
-            seen.add((bool(pe.psum_rows), L > 1))
-    assert seen == {(False, False), (False, True), (True, False), (True, True)}   # the RTL matrix has each
+    for dataflow, array_name in MATRIX:
+        s, pe = pe_of(dataflow, array_name)
+        L, n_out = pe.drain_lanes, pe.words["output"]
+        expect = L & (L - 1) == 0 and s.pe_tile_max["X"] % L == 0 and n_out // L >= PSUM_RAM_MIN_ROWS
+        assert bool(pe.psum_rows) == expect, (dataflow, array_name)
+        if expect:
+            assert pe.psum_rows * L == n_out and pe.psum_rows <= pe.psum_clear_cycles < 2 * pe.psum_rows
+        seen.add((bool(pe.psum_rows), L > 1))
+        # (and the rule's narrower drain, a one-row tile of 8 words or more in two runs or more)
+        if L < min(s.noc_words_per_cycle, s.pe_tile_max["X"]):
+            seen.add("narrowed")
+    assert seen == {(False, False), (False, True), (True, False), (True, True), "narrowed"}   # the matrix has each
     s, pe = pe_of("kcp_x2", "tiny4")
     text = write_verilog(s, l2_split(array("tiny4")), tmp_path / "top.v").read_text()
     body = text[text.index("module accelgen_pe"):]

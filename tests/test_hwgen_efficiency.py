@@ -81,7 +81,7 @@ def test_runs_rules_take_numpy_arrays():
 
 def _random_case(rng: random.Random):
     hw = replace(TINY, num_pes=rng.choice([4, 8, 16]), simd_lanes=rng.choice([1, 2]), l1_bytes_per_pe=4096,
-                 noc=(NoCLevel(rng.choice([1, 2, 4, 8, 16]), 1),))
+                 noc=(NoCLevel(rng.choice([1, 2, 4, 8, 16]), 1),), pe_drain_words=rng.choice([0, 0, 0, 1, 2, 3]))
     name = rng.choice(["kcp", "cp", "xp", "nmk"])
     if name == "nmk":
         layer = GEMM("g", M=rng.randint(1, 12), N=rng.randint(1, 12), K=rng.randint(1, 40))
@@ -93,8 +93,8 @@ def _random_case(rng: random.Random):
                        R=r, S=s, stride_y=rng.randint(1, 3), stride_x=rng.randint(1, 3),
                        pad_top=rng.randint(0, 1), pad_left=rng.randint(0, 1))
         params = {"kcp": lambda: {"cluster": rng.choice([1, 2, 4, 64]), "k_tile": rng.choice([1, 2, 3]),
-                                  "c_tile": rng.choice([1, 2]), "x_tile": rng.choice([1, 2, 3, 7])},
-                  "cp": lambda: {"k_tile": rng.choice([1, 2, 3]), "x_tile": rng.choice([1, 2, 5])},
+                                  "c_tile": rng.choice([1, 2]), "x_tile": rng.choice([1, 2, 3, 7, 12])},
+                  "cp": lambda: {"k_tile": rng.choice([1, 2, 3]), "x_tile": rng.choice([1, 2, 5, 8])},
                   "xp": lambda: {"k_tile": rng.choice([1, 2, 3]), "c_tile": rng.choice([1, 2, 4])}}[name]()
         params["order"] = rng.choice(["KCYX", "YXKC", "KYXC", "CKYX"])
     return hw, name, layer, params
@@ -104,8 +104,7 @@ def test_fast_schedule_equals_the_step_walk_with_every_template_parameter():
     """Tiles, loop orders, cluster sizes, NoC widths, per-axis strides and filter shapes drawn on
     their own: the vectorised schedule and the step walk agree on every figure."""
     rng = random.Random(11)
-    checked = 0
-    across = 0
+    checked = across = narrowed = 0
     for _ in range(300):
         hw, name, layer, params = _random_case(rng)
         try:
@@ -121,7 +120,8 @@ def test_fast_schedule_equals_the_step_walk_with_every_template_parameter():
             fast._CHUNK_STEPS = old
         checked += 1
         across += s.drain_across_groups is not None
-    assert checked >= 120 and across >= 15, (checked, across)
+        narrowed += s.drain_lanes < min(s.noc_words_per_cycle, s.pe_tile_max["X"])
+    assert checked >= 120 and across >= 15 and narrowed >= 15, (checked, across, narrowed)
 
 
 def test_xp_drains_across_groups_and_the_others_group_by_group():
@@ -182,3 +182,36 @@ def test_filled_layers_are_compute_bound_on_small(name, layer):
     the 64 PEs of small at least 90 % busy."""
     r = analyze_layer(layer, dataflow_from_spec(name), SMALL, preset="hwgen")
     assert r.bound == "compute" and r.utilization >= 0.9, (r.bound, r.utilization)
+
+
+@pytest.mark.parametrize("x,k,w,given,lanes", [
+    (14, 1, 64, 0, 2),      # a 14-word row: two runs of 7 words at most, a power of two dividing 14
+    (16, 1, 64, 0, 8),      # 16 words: two runs of 8
+    (12, 1, 8, 0, 4),       # min(W, X) = 8 does not divide 12: 4, three runs
+    (9, 1, 64, 0, 1),       # odd: one word a cycle, 9 runs
+    (8, 4, 64, 0, 8),       # 4 rows of 8 already: unchanged
+    (5, 1, 4, 0, 4),        # 5 words: below PSUM_RAM_MIN_WORDS, registers, the widest drain
+    (14, 1, 64, 16, 14),    # pe_drain_words given: min(W, X, it)
+    (14, 1, 64, 4, 4),
+])
+def test_drain_lanes_rule(x, k, w, given, lanes):
+    from costmodel.hwgen_preset.structure import HwStructure
+    s = HwStructure(8, 8, 1, ("K", None), ((0, "K"), (0, "X")), w, {"K": k, "C": 1, "Y": 1, "X": x, "R": 1, "S": 1},
+                    1, drain_words=given)
+    assert s.drain_across_groups is None and s.drain_lanes == lanes
+
+
+def test_pe_drain_words_sets_the_drain_and_its_cycles():
+    """The hardware's pe_drain_words reaches the structure, the manifest's structure and the
+    cycles: a row of 14 outputs drained 2 words a cycle (the rule) or 14 (given)."""
+    from hwgen.host import structure_from_dict
+    layer = Conv2D("c", K=64, C=256, Y=14, X=14, R=1, S=1)
+    spec = dataflow_from_spec("kcp(cluster=8,c_tile=2,x_tile=14)")
+    narrow = hwgen_structure(resolve_dataflow(spec, layer, SMALL), layer, SMALL)
+    wide_hw = replace(SMALL, pe_drain_words=64)
+    wide = hwgen_structure(resolve_dataflow(spec, layer, wide_hw), layer, wide_hw)
+    assert (narrow.drain_lanes, wide.drain_lanes) == (2, 14)
+    assert structure_from_dict(wide.as_dict()) == wide and structure_from_dict(narrow.as_dict()) == narrow
+    a, b = (analyze_layer(layer, spec, hw, preset="hwgen") for hw in (SMALL, wide_hw))
+    # every step ends an output tile here (C outermost): 8 groups x 7 runs outlast 28 MACs a step
+    assert a.bound == "noc-egress" and b.bound == "compute" and a.runtime_cycles > b.runtime_cycles

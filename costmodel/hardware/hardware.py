@@ -101,6 +101,7 @@ class Hardware:
     name: str
     num_pes: int
     simd_lanes: int = 1
+    pe_drain_words: int = 0            # hwgen: partial sums a PE sends to the drain a cycle at most (0: the rule's)
     l1_bytes_per_pe: int
     l2_bytes: int
     noc: tuple[NoCLevel, ...]
@@ -119,6 +120,7 @@ class Hardware:
         where = f"hardware {self.name!r}"
         for field_name in ("num_pes", "simd_lanes", "l1_bytes_per_pe", "l2_bytes"):
             check_int(where, field_name, getattr(self, field_name), minimum=1)
+        check_int(where, "pe_drain_words", self.pe_drain_words, minimum=0)
         if not isinstance(self.noc, (tuple, list)) or not self.noc:
             raise fail(where, "noc", "a non-empty tuple of NoCLevel", self.noc)
         for index, level in enumerate(self.noc):
@@ -233,7 +235,7 @@ def _quoted(names: Any) -> str:
 
 # --- YAML schema ---------------------------------------------------------------------------------
 
-_TOP_FIELDS = ("name", "num_pes", "simd_lanes", "l1_bytes_per_pe", "l2_bytes", "noc", "multicast",
+_TOP_FIELDS = ("name", "num_pes", "simd_lanes", "pe_drain_words", "l1_bytes_per_pe", "l2_bytes", "noc", "multicast",
                "spatial_reduction", "offchip_bw_words_per_cycle", "data_widths", "clock_mhz",
                "energy", "area")
 _TOP_REQUIRED = ("name", "num_pes", "l1_bytes_per_pe", "l2_bytes", "noc", "offchip_bw_words_per_cycle")
@@ -304,6 +306,8 @@ def hardware_from_dict(d: object, where: str = "<hardware>") -> Hardware:
     for key in ("num_pes", "simd_lanes", "l1_bytes_per_pe", "l2_bytes"):
         if key in d:
             kwargs[key] = check_int(where, key, d[key], minimum=1)
+    if "pe_drain_words" in d:
+        kwargs["pe_drain_words"] = check_int(where, "pe_drain_words", d["pe_drain_words"], minimum=0)
 
     levels = d["noc"]
     if not isinstance(levels, list) or not levels:
@@ -385,6 +389,7 @@ def hardware_to_dict(hw: Hardware) -> dict[str, Any]:
         "name": hw.name,
         "num_pes": hw.num_pes,
         "simd_lanes": hw.simd_lanes,
+        "pe_drain_words": hw.pe_drain_words,
         "l1_bytes_per_pe": hw.l1_bytes_per_pe,
         "l2_bytes": hw.l2_bytes,
         "noc": [{"bandwidth_words_per_cycle": level.bandwidth_words_per_cycle,

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .rules import (LOOP_DIMS, TENSOR_LOOP_DIMS, TIMING, TimingConstants, check_timing, drain_latency, drain_runs,
-                    ingress, input_span, load_latency, slides, slot_cycles, tensor_load)
+from .rules import (LOOP_DIMS, TENSOR_LOOP_DIMS, TIMING, TimingConstants, check_timing, drain_latency,
+                    drain_runs, ingress, input_span, load_latency, slides, slot_cycles, tensor_load)
 from .structure import HwStructure, LayerTiles
 
 __all__ = ["fast_summary", "hwgen_cycles"]
@@ -162,7 +162,8 @@ def fast_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING
         if s.drain_across_groups is not None:        # runs of up to W one-column groups side by side
             Dr_all.append(drain_runs(ext0["K"] * ext0["Y"], union["X"], W) + timing.drain_wait_cycles)
         else:
-            Dr_all.append(rows * pe_sum("X", lambda e: drain_runs(1, e, W)) + timing.drain_wait_cycles)
+            lanes = s.drain_lanes
+            Dr_all.append(rows * pe_sum("X", lambda e: drain_runs(1, e, lanes)) + timing.drain_wait_cycles)
         l1w["input"] += int(np.sum(np.where(changed["input"], in_words, 0)))
         l1w["weight"] += int(np.sum(np.where(changed["weight"], w_words, 0)))
         macs += int(np.sum(pe_sum("K", ident) * pes_c * pe_sum("Y", ident) * pe_sum("X", ident))) * R * S

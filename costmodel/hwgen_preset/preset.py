@@ -61,7 +61,7 @@ def hwgen_structure(dataflow: Dataflow, layer: Layer, hw: Hardware, *,
     max_filter = max([1] + [max(l.R, l.S) for l in convs])
     max_stride = max([1] + [max(problem_of(l).strides.values()) for l in convs])   # as laid out in L2
     s = structure_of(dataflow, layer, hw.num_pes, noc_words_per_cycle=w, max_filter=max_filter,
-                     max_stride=max_stride, simd_lanes=hw.simd_lanes)
+                     max_stride=max_stride, simd_lanes=hw.simd_lanes, drain_words=hw.pe_drain_words)
     # (a sliding input's rows, or channels, hold two windows: where they do not fit, it slides
     # along fewer axes, X before Y, or none)
     for x, y in ((s.slide_x, s.slide_y), (s.slide_x, False), (False, s.slide_y), (False, False)):

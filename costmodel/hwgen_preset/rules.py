@@ -71,7 +71,7 @@ class TimingConstants:
     #                                 cycles before the first slot: the odometer runs two steps
     #                                 ahead of the step loaded, so step 0 takes two shifts (each
     #                                 after a cycle of register stage) to reach the loader
-    #                                 (the drain's width is the structure's W: drain_runs)
+    #                                 (the drain's width: HwStructure.drain_lanes, drain_runs)
 
 
 TIMING = TimingConstants()

@@ -16,10 +16,16 @@ from ..workload.layers import GEMM, Conv2D, ConvTranspose2D, Layer
 from ..workload.problem import problem_of
 from .rules import LOOP_DIMS, OUTPUT_DIMS, l1_shape, l1_words, slide_eligible
 
-__all__ = ["HwStructure", "LayerTiles", "check_layer", "structure_of", "tiles_of", "structure_key"]
+__all__ = ["HwStructure", "LayerTiles", "PSUM_RAM_MIN_WORDS", "check_layer", "structure_of", "tiles_of", "structure_key"]
 
 _CONV_MAP = {"K": "K", "C": "C", "Y": "Y", "Y'": "Y", "X": "X", "X'": "X", "R": "R", "S": "S"}
 _GEMM_MAP = {"N": "K", "K": "C", "M": "X"}   # M along X: A^T's rows are runs of M
+
+#: Partial sums of a PE tile from which the drain reads a tile of one run in two or more
+#: (:attr:`HwStructure.drain_lanes`), so that the PE keeps them in memories (LUT RAM, a row for
+#: each run) rather than a register each.
+PSUM_RAM_MIN_WORDS = 8
+
 
 @dataclass(frozen=True)
 class HwStructure:
@@ -36,6 +42,7 @@ class HwStructure:
     simd_lanes: int = 1                      # MAC lanes per PE, over consecutive filter positions
     slide_x: bool = False                    # the input's L1 rows keep columns as X slides (rules.slide_eligible)
     slide_y: bool = False                    # ... its L1 channels keep rows as Y slides
+    drain_words: int = 0                     # the drain's lanes at most (0: the rule's; rules.drain_lanes)
 
     @property
     def used_pes(self) -> int:
@@ -61,6 +68,32 @@ class HwStructure:
             return None
         return levels[0]
 
+    @property
+    def drain_lanes(self) -> int:
+        """Words the drain reads from one PE a cycle (``L``): one when it collects across groups;
+        else ``min(W, X_t, d)`` (``X_t`` the largest X tile: a group's row in ``⌈X_g / L⌉`` runs;
+        ``d`` the hardware's ``pe_drain_words`` when given).  When ``d`` is not given and the PE's
+        tile of ``n`` partial sums is at least :data:`PSUM_RAM_MIN_WORDS` but that would not give
+        it two runs of a power of two dividing ``X_t``, the largest power of two that does: the PE
+        keeps a tile of two or more such runs in memories (``hwgen/pe.py``), which a drain reading
+        the whole tile at once could not (``small``'s 14-word output rows: 2 lanes, 7 runs a row;
+        1,700 LUT4 a PE down to a few hundred).  A drain that narrow can hold the slots up where
+        every step ends an output tile: the preset counts it (``bound``: noc-egress), and
+        ``pe_drain_words`` sets it."""
+        if self.drain_across_groups is not None:
+            return 1
+        x = self.pe_tile_max["X"]
+        lanes = max(1, min(self.noc_words_per_cycle, x))
+        if self.drain_words:
+            return min(lanes, self.drain_words)
+        n = l1_words(self.pe_tile_max, self.max_stride)["output"]
+        if n < PSUM_RAM_MIN_WORDS or (lanes & (lanes - 1) == 0 and x % lanes == 0 and n // lanes >= 2):
+            return lanes
+        p = 1
+        while x % (2 * p) == 0 and 2 * p <= lanes and n // (2 * p) >= 2:
+            p *= 2
+        return p
+
     def l1_words(self) -> dict[str, int]:
         """Words of one PE's L1 per tensor for one tile (each is double-buffered): its banks'
         rows (:func:`.rules.l1_shape`) for the input and the weight."""
@@ -73,12 +106,12 @@ class HwStructure:
                 "spatial": list(self.spatial), "loops": [f"L{lv}:{d}" for lv, d in self.loops],
                 "noc_words_per_cycle": self.noc_words_per_cycle, "pe_tile_max": dict(self.pe_tile_max),
                 "max_stride": self.max_stride, "simd_lanes": self.simd_lanes, "slide_x": self.slide_x,
-                "slide_y": self.slide_y, "l1_words": self.l1_words()}
+                "slide_y": self.slide_y, "drain_words": self.drain_words, "l1_words": self.l1_words()}
 
 
 def structure_key(s: HwStructure) -> tuple:
     return (s.num_pes, s.n0, s.n1, s.spatial, s.loops, s.noc_words_per_cycle,
-            tuple(sorted(s.pe_tile_max.items())), s.max_stride, s.simd_lanes, s.slide_x, s.slide_y)
+            tuple(sorted(s.pe_tile_max.items())), s.max_stride, s.simd_lanes, s.slide_x, s.slide_y, s.drain_words)
 
 
 def _refuse(msg: str, where: str) -> AccelgenError:
@@ -107,7 +140,8 @@ def check_layer(layer: Layer) -> None:
 
 
 def structure_of(dataflow: Dataflow, layer: Layer, num_pes: int, *, noc_words_per_cycle: int = 1,
-                 max_filter: int = 3, max_stride: int = 2, simd_lanes: int = 1, slide: bool = True) -> HwStructure:
+                 max_filter: int = 3, max_stride: int = 2, simd_lanes: int = 1, slide: bool = True,
+                 drain_words: int = 0) -> HwStructure:
     """The generation-time structure of ``dataflow`` (as rendered for ``layer``) on ``num_pes``;
     with ``slide``, its input's L1 keeps columns (rows) as a window slides along ``X`` (``Y``)
     wherever the structure allows (:func:`.rules.slide_eligible`)."""
@@ -173,7 +207,7 @@ def structure_of(dataflow: Dataflow, layer: Layer, num_pes: int, *, noc_words_pe
         raise _refuse(f"dimension {unbounded[0]} is never mapped, so each PE would hold all of it; "
                       "expected a map of every dimension", where)
     s = HwStructure(num_pes, n0, n1, (spatial[0], spatial[1]), tuple(loops),
-                    noc_words_per_cycle, tile_max, max_stride, simd_lanes)
+                    noc_words_per_cycle, tile_max, max_stride, simd_lanes, drain_words=drain_words)
     if not slide:
         return s
     return dataclasses.replace(s, slide_x=slide_eligible(s, "X"), slide_y=slide_eligible(s, "Y"))

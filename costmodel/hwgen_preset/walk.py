@@ -166,11 +166,11 @@ def step_costs(s: HwStructure, t: LayerTiles, step: Step, loaded: tuple[str, ...
     if s.drain_across_groups is not None:       # runs of up to W one-column groups side by side
         k, y = ext[0], ext[2]
         runs = drain_runs(k * y, _union(s, t, step, 3)[1], w)
-    else:                                       # each group's tile in runs of up to W words along X
-        runs = 0
+    else:                                       # each group's tile in runs of up to L words along X
+        runs, lanes = 0, s.drain_lanes
         for g in _groups(s, t, step):
             k, y, x = (_extent(s, t, step, LOOP_DIMS.index(d), g)[1] for d in OUTPUT_DIMS)
-            runs += drain_runs(k * y, x, w)
+            runs += drain_runs(k * y, x, lanes)
     drain = runs + timing.drain_wait_cycles
     return {"load": load, "compute": compute, "drain": drain}
 
