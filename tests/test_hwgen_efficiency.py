@@ -185,11 +185,12 @@ def test_filled_layers_are_compute_bound_on_small(name, layer):
 
 
 @pytest.mark.parametrize("x,k,w,given,lanes", [
-    (14, 1, 64, 0, 2),      # a 14-word row: two runs of 7 words at most, a power of two dividing 14
-    (16, 1, 64, 0, 8),      # 16 words: two runs of 8
-    (12, 1, 8, 0, 4),       # min(W, X) = 8 does not divide 12: 4, three runs
-    (9, 1, 64, 0, 1),       # odd: one word a cycle, 9 runs
-    (8, 4, 64, 0, 8),       # 4 rows of 8 already: unchanged
+    (14, 1, 64, 0, 1),      # a 14-word row: 14 runs of one word, a memory 16 deep
+    (16, 1, 64, 0, 1),      # 16 words: 16 runs
+    (14, 2, 64, 0, 2),      # 28 words: 14 runs of 2 (2 divides 14)
+    (8, 4, 64, 0, 2),       # 32 words in 4 rows of 8: 16 runs of 2
+    (9, 4, 64, 0, 1),       # 36 words, rows of 9 (odd): 36 runs of 1, two memory cells deep
+    (12, 4, 2, 0, 2),       # 48 words: 2 lanes at most (W), 24 runs
     (5, 1, 4, 0, 4),        # 5 words: below PSUM_RAM_MIN_WORDS, registers, the widest drain
     (14, 1, 64, 16, 14),    # pe_drain_words given: min(W, X, it)
     (14, 1, 64, 4, 4),
@@ -203,15 +204,15 @@ def test_drain_lanes_rule(x, k, w, given, lanes):
 
 def test_pe_drain_words_sets_the_drain_and_its_cycles():
     """The hardware's pe_drain_words reaches the structure, the manifest's structure and the
-    cycles: a row of 14 outputs drained 2 words a cycle (the rule) or 14 (given)."""
+    cycles: a row of 14 outputs drained a word a cycle (the rule) or 14 (given)."""
     from hwgen.host import structure_from_dict
     layer = Conv2D("c", K=64, C=256, Y=14, X=14, R=1, S=1)
     spec = dataflow_from_spec("kcp(cluster=8,c_tile=2,x_tile=14)")
     narrow = hwgen_structure(resolve_dataflow(spec, layer, SMALL), layer, SMALL)
     wide_hw = replace(SMALL, pe_drain_words=64)
     wide = hwgen_structure(resolve_dataflow(spec, layer, wide_hw), layer, wide_hw)
-    assert (narrow.drain_lanes, wide.drain_lanes) == (2, 14)
+    assert (narrow.drain_lanes, wide.drain_lanes) == (1, 14)
     assert structure_from_dict(wide.as_dict()) == wide and structure_from_dict(narrow.as_dict()) == narrow
     a, b = (analyze_layer(layer, spec, hw, preset="hwgen") for hw in (SMALL, wide_hw))
-    # every step ends an output tile here (C outermost): 8 groups x 7 runs outlast 28 MACs a step
+    # every step ends an output tile here (C outermost): 8 groups x 14 runs outlast 28 MACs a step
     assert a.bound == "noc-egress" and b.bound == "compute" and a.runtime_cycles > b.runtime_cycles

@@ -16,15 +16,17 @@ from ..workload.layers import GEMM, Conv2D, ConvTranspose2D, Layer
 from ..workload.problem import problem_of
 from .rules import LOOP_DIMS, OUTPUT_DIMS, l1_shape, l1_words, slide_eligible
 
-__all__ = ["HwStructure", "LayerTiles", "PSUM_RAM_MIN_WORDS", "check_layer", "structure_of", "tiles_of", "structure_key"]
+__all__ = ["HwStructure", "LayerTiles", "PSUM_RAM_MIN_WORDS", "PSUM_RAM_ROWS", "check_layer", "structure_of", "tiles_of", "structure_key"]
 
 _CONV_MAP = {"K": "K", "C": "C", "Y": "Y", "Y'": "Y", "X": "X", "X'": "X", "R": "R", "S": "S"}
 _GEMM_MAP = {"N": "K", "K": "C", "M": "X"}   # M along X: A^T's rows are runs of M
 
-#: Partial sums of a PE tile from which the drain reads a tile of one run in two or more
+#: Partial sums of a PE tile from which the drain reads it in runs of few words
 #: (:attr:`HwStructure.drain_lanes`), so that the PE keeps them in memories (LUT RAM, a row for
-#: each run) rather than a register each.
+#: each run) rather than a register each; and the runs a memory holds (an ECP5 LUT RAM cell's
+#: depth: 16x4 bits).
 PSUM_RAM_MIN_WORDS = 8
+PSUM_RAM_ROWS = 16
 
 
 @dataclass(frozen=True)
@@ -73,13 +75,13 @@ class HwStructure:
         """Words the drain reads from one PE a cycle (``L``): one when it collects across groups;
         else ``min(W, X_t, d)`` (``X_t`` the largest X tile: a group's row in ``⌈X_g / L⌉`` runs;
         ``d`` the hardware's ``pe_drain_words`` when given).  When ``d`` is not given and the PE's
-        tile of ``n`` partial sums is at least :data:`PSUM_RAM_MIN_WORDS` but that would not give
-        it two runs of a power of two dividing ``X_t``, the largest power of two that does: the PE
-        keeps a tile of two or more such runs in memories (``hwgen/pe.py``), which a drain reading
-        the whole tile at once could not (``small``'s 14-word output rows: 2 lanes, 7 runs a row;
-        1,700 LUT4 a PE down to a few hundred).  A drain that narrow can hold the slots up where
-        every step ends an output tile: the preset counts it (``bound``: noc-egress), and
-        ``pe_drain_words`` sets it."""
+        tile holds ``n >=`` :data:`PSUM_RAM_MIN_WORDS` partial sums, the fewest lanes (a power of
+        two dividing ``X_t``) whose runs are no more than :data:`PSUM_RAM_ROWS`: the PE keeps
+        them in memories, one for each lane and buffer, each as deep as one LUT RAM cell
+        (``hwgen/pe.py``), with the narrowest choices before them (``small``'s 16-word rows: one
+        lane, 16 runs; a PE of 1,700 LUT4 and 1,100 FFs in registers).  A drain that narrow can
+        hold the slots up where every step ends an output tile: the preset counts it (``bound``:
+        noc-egress), and ``pe_drain_words`` widens it."""
         if self.drain_across_groups is not None:
             return 1
         x = self.pe_tile_max["X"]
@@ -87,10 +89,10 @@ class HwStructure:
         if self.drain_words:
             return min(lanes, self.drain_words)
         n = l1_words(self.pe_tile_max, self.max_stride)["output"]
-        if n < PSUM_RAM_MIN_WORDS or (lanes & (lanes - 1) == 0 and x % lanes == 0 and n // lanes >= 2):
+        if n < PSUM_RAM_MIN_WORDS:
             return lanes
         p = 1
-        while x % (2 * p) == 0 and 2 * p <= lanes and n // (2 * p) >= 2:
+        while n // p > PSUM_RAM_ROWS and x % (2 * p) == 0 and 2 * p <= lanes:
             p *= 2
         return p
 
