@@ -70,6 +70,7 @@ _HW_OVERRIDES = (  # (option, attribute of args, with_overrides keyword)
     ("--simd-lanes", "simd_lanes", "simd_lanes"),
     ("--noc-bw", "noc_bw", "noc_bw"),
     ("--noc-latency", "noc_latency", "noc_latency"),
+    ("--pe-drain-words", "pe_drain_words", "pe_drain_words"),
 )
 
 
@@ -96,6 +97,9 @@ def add_hardware_arguments(parser: argparse.ArgumentParser) -> None:
                        help="override the NoC bandwidth of every level, in words/cycle")
     group.add_argument("--noc-latency", type=non_negative_int, metavar="N",
                        help="override the NoC latency of every level, in cycles per hop")
+    group.add_argument("--pe-drain-words", type=non_negative_int, metavar="N",
+                       help="(hwgen) partial sums the drain reads from a PE a cycle, at most; 0: the generator's "
+                            "choice, few, so they sit in LUT RAM (docs/timing.md)")
 
 
 def hardware_from_args(args: argparse.Namespace) -> tuple[Hardware, tuple[str, ...]]:

@@ -1,5 +1,6 @@
 """One processing element: double-buffered L1 scratchpads for its input and weight tiles in LUT
-RAM, a double-buffered partial-sum tile, and an int8 x int8 -> int32 multiply-accumulate.
+RAM, a double-buffered partial-sum tile (in LUT RAM too when it holds two or more of the drain's
+runs), and an int8 x int8 -> int32 multiply-accumulate.
 
 The PE is the part the array replicates, so it holds only what differs from PE to PE; every
 quantity that is the same for a whole class of PEs is computed once in the top level and
@@ -20,7 +21,8 @@ broadcast (:mod:`.accelerator`):
   registers them at its input, reads its banks' row (LUT RAM reads as it is addressed) and
   chooses the bank.
 - **drain**: reads (and clears) up to ``drain_lanes`` consecutive partial sums of a row a cycle
-  into the reduction tree.
+  into the reduction tree (``HwStructure.drain_lanes``: few, so that a large tile sits in memories
+  one LUT RAM cell deep).
 """
 
 import functools

@@ -70,7 +70,9 @@ def write_report(rows: list[dict], eff: list[dict], out: Path) -> None:
         f"{sum(bool(r['bit_exact']) for r in rows + eff)} bit-exact.**",
         "",
         "Arrays: `tiny8` = `configs/hw/tiny.yaml` (8 PEs, NoC 4 words/cycle); `tiny4` = 4 PEs, NoC 2 "
-        "words/cycle, 2 SIMD lanes per PE; `tiny8-w8` = tiny8 with an 8-word NoC. Dataflow `kcp_x2` is "
+        "words/cycle, 2 SIMD lanes per PE; `tiny8-w8` = tiny8 with an 8-word NoC; `tiny8-l1k` = tiny8 with 2 "
+        "KiB of L1 a PE; `small-d2`, `small-d4` = `configs/hw/small.yaml` with `pe_drain_words` 2, 4 (the "
+        "drain reads that many partial sums of a PE a cycle, `docs/timing.md`). Dataflow `kcp_x2` is "
         "`configs/dataflows/kcp_x2.yaml` (kcp's shape, other tiles, order and cluster size). Shapes `R*` "
         "are random (seeded).",
         "",
@@ -107,7 +109,10 @@ def write_report(rows: list[dict], eff: list[dict], out: Path) -> None:
         "tile inside the output tile), so a step's MACs outlast its loads; whole filters and whole-width input "
         "rows load as single runs of the NoC, L2 holds each tensor with the PEs' classes innermost so that one "
         "chunk feeds many PEs (`cp` on the 1x1 layer: a chunk carries a word of the row for each of the 64 "
-        "PEs' channels), and the MAC pipeline's tail overlaps the next step. The `tiny` rows use the library "
+        "PEs' channels), and the MAC pipeline's tail overlaps the next step. Their PEs keep the partial sums "
+        "in LUT RAM and the drain reads a word or two of a PE a cycle; the 1x1 `kcp` layer, whose every "
+        "step ends an output tile, and the GEMM, with 64 groups to drain, run with a wider drain "
+        "(`pe_drain_words` 2 and 4). The `tiny` rows use the library "
         "defaults. `kcp`'s windows slide along X in L1: after a row's first output, a step loads one new "
         "column of its 3 rows (6,794 cycles when every window was loaded whole, 3,914 now). With those small "
         "tiles `cp` (whose channel loop is innermost, so its windows never slide) and `nmk` stay ingress-bound "

@@ -307,3 +307,17 @@ def test_json_records_the_hardware_as_analysed(capsys: pytest.CaptureFixture[str
     assert config["num_pes"] == 128 and config["noc"][0]["latency_cycles"] == 3
     hw = hardware_from_dict(config, "json")            # what was analysed can be analysed again
     assert hw.num_pes == 128 and hw.noc[0].latency_cycles == 3
+
+
+def test_pe_drain_words_override(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """--pe-drain-words reaches the hwgen preset: a 1x1 layer whose every step ends an output
+    tile is drain-bound with the generator's narrow drain and compute-bound with a wide one."""
+    model = tmp_path / "one.yaml"
+    model.write_text("name: one\nlayers:\n  - {name: pw, type: conv2d, K: 64, C: 256, Y: 14, X: 14, R: 1, S: 1}\n")
+    args = ("--model", str(model), "--dataflow", "kcp(cluster=8,c_tile=2,x_tile=14)", "--hw", "small",
+            "--preset", "hwgen")
+    narrow, wide = (run_json(capsys, *args, *extra)["layers"][0] for extra in ((), ("--pe-drain-words", "64")))
+    assert narrow["runtime_cycles"] > 2 * wide["runtime_cycles"] > 0
+    with pytest.raises(SystemExit) as info:
+        cli.main(["analyze", *args, "--pe-drain-words", "-1"])
+    assert info.value.code == 2 and "--pe-drain-words" in capsys.readouterr().err

@@ -166,6 +166,7 @@ class Hardware:
         name: str | None = None,
         num_pes: int | None = None,
         simd_lanes: int | None = None,
+        pe_drain_words: int | None = None,
         l1_bytes_per_pe: int | None = None,
         l2_bytes: int | None = None,
         noc_bw: float | str | None = None,
@@ -192,6 +193,8 @@ class Hardware:
                            ("l1_bytes_per_pe", l1_bytes_per_pe), ("l2_bytes", l2_bytes)):
             if value is not None:
                 changes[key] = check_int(where, key, value, minimum=1)
+        if pe_drain_words is not None:
+            changes["pe_drain_words"] = check_int(where, "pe_drain_words", pe_drain_words, minimum=0)
         for key, value in (("input_bits", input_bits), ("weight_bits", weight_bits),
                            ("psum_bits", psum_bits)):
             if value is not None:
