@@ -60,12 +60,14 @@ class Accelerator(wiring.Component):
         start = bus.start
         if template.psum_clear_cycles:
             # the PEs clear their partial sums (LUT RAM) in the cycles after reset: a start
-            # written then is ignored (docs/timing.md)
-            clearing = Signal(range(template.psum_clear_cycles + 1), init=template.psum_clear_cycles,
-                              name="pe_clearing")
-            with m.If(clearing != 0):
-                m.d.sync += clearing.eq(clearing - 1)
-            start = wire(m, bus.start & (clearing == 0), "start_accepted")
+            # written then is ignored (docs/timing.md).  ``clearing``: a flag register, that the
+            # start's path meets one bit (its count is ``left != 0``, a cycle ahead)
+            left = Signal(range(template.psum_clear_cycles + 1), init=template.psum_clear_cycles,
+                          name="pe_clear_left")
+            clearing = Signal(name="pe_clearing", init=1)
+            with m.If(left != 0):
+                m.d.sync += [left.eq(left - 1), clearing.eq(left > 1)]
+            start = wire(m, bus.start & ~clearing, "start_accepted")
         ctl.elaborate(m, s, g, start)
         loader = Loader.build(m, s, g, ctl, l2, self.abits)
         compute = Compute.build(m, s, g, ctl)
