@@ -20,7 +20,7 @@ from costmodel.hwgen_preset.structure import HwStructure
 from .common import COORD, by_stride, registered, span, wire
 from .compute import ORDER, PES_PER_OPERAND_COPY, Compute
 from .controller import Controller
-from .drain import Drain, drain_lanes
+from .drain import Drain
 from .geometry import CONFIG_REGS, Geometry
 from .hostbus import CTRL, REGION, HostBus
 from .l2 import L2
@@ -46,7 +46,7 @@ class Accelerator(wiring.Component):
 
     def pe(self) -> PE:
         """The one PE every position of the array instantiates (emitted as :data:`PE_MODULE`)."""
-        return PE(self.s, drain_lanes(self.s))
+        return PE(self.s)
 
     def elaborate(self, platform):
         m = Module()

@@ -1,5 +1,5 @@
 """The drain: for a step that finishes an output tile, walk the output groups (the PEs that do
-not share outputs) and each group's tile in runs of up to :func:`drain_lanes` consecutive words
+not share outputs) and each group's tile in runs of up to ``HwStructure.drain_lanes`` consecutive words
 along X (the innermost dimension of the output L2 layout), one run a cycle; or, when each group
 holds one output column side by side (``HwStructure.drain_across_groups``), runs of up to ``W``
 groups' words at once.  The reduction tree,
@@ -22,7 +22,7 @@ from .geometry import Geometry
 from .hostbus import HostBus
 from .l2 import L2
 
-__all__ = ["Drain", "drain_lanes"]
+__all__ = ["Drain"]
 
 #: What the drain keeps of a group: its tile's extents and their flags (``K``, ``Y``: one row;
 #: ``X``: one run of the drain).
@@ -30,16 +30,11 @@ GROUP_FIELDS = (("K", COORD), ("Y", COORD), ("X", COORD), ("K_flag", 1), ("Y_fla
                 ("K_near", 1), ("Y_near", 1), ("X_near", 1))
 
 
-def drain_lanes(s: HwStructure) -> int:
-    """Words the drain reads from one PE a cycle: :attr:`HwStructure.drain_lanes`."""
-    return s.drain_lanes
-
-
 def collection_lanes(s: HwStructure) -> int:
     """Words the drain collects a cycle: a PE's run, or one word from each of up to ``W`` groups."""
     lv = s.drain_across_groups
     if lv is None:
-        return drain_lanes(s)
+        return s.drain_lanes
     return min(s.noc_words_per_cycle, (s.n0, s.n1)[lv])
 
 

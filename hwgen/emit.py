@@ -105,9 +105,8 @@ def write_design_sources(structure: HwStructure, l2_words: dict[str, int], folde
 
 def _pe(structure: HwStructure):
     """The design's PE (its geometry only)."""
-    from .drain import drain_lanes
     from .pe import PE
-    pe = PE(structure, drain_lanes(structure))
+    pe = PE(structure)
     pe._MustUse__silence = True
     return pe
 

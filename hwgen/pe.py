@@ -129,11 +129,12 @@ def pick(words: list, addr):
 
 
 class PE(wiring.Component):
-    """One PE of structure ``s`` (its largest tile, its NoC, its SIMD lanes), with
-    ``drain_lanes`` partial sums read a cycle."""
+    """One PE of structure ``s`` (its largest tile, its NoC, its SIMD lanes, the partial sums the
+    drain reads a cycle: ``s.drain_lanes``)."""
 
-    def __init__(self, s, drain_lanes: int = 1):
+    def __init__(self, s):
         t = s.pe_tile_max
+        drain_lanes = s.drain_lanes
         self.tile = dict(t)
         self.max_stride = s.max_stride
         self.lanes = W = s.noc_words_per_cycle
@@ -216,7 +217,7 @@ class PE(wiring.Component):
     # (stage 3), or read (and cleared) by the drain ---------------------------------------------
     def _psums_in_registers(self, m: Module, mac, bank1, addr1, drain) -> None:
         """Each partial sum a register: for a tile of one row a drain run, which the drain reads
-        whole in one cycle (``drain_lanes`` words, the row)."""
+        whole in one cycle (``drain_lanes`` words, the row), or of runs that do not divide it."""
         n_out, L, t = self.words["output"], self.drain_lanes, self.tile
         psums = [[Signal(signed(32), name=f"output{b}_{i}") for i in range(n_out)] for b in range(2)]
         # (the partial sum's read: each byte with its own stage-2 copy of the bank and the
@@ -276,7 +277,7 @@ class PE(wiring.Component):
 
         Each memory has one read and one write port, shared: the drain's address while the drain
         reads that buffer, else the compute engine's (they never use one buffer in the same
-        cycle).  The drain clears what it reads (a write of 0); for ``psum_rows`` cycles after
+        cycle).  The drain clears what it reads (a write of 0); for ``psum_depth`` cycles after
         reset the PE clears every row (memories are not reset; until then the top level ignores
         ``start``: ``psum_clear_cycles``)."""
         L, depth = self.drain_lanes, self.psum_depth

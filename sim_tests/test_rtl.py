@@ -8,7 +8,6 @@ import pytest
 from costmodel.analysis import resolve_dataflow
 from costmodel.hwgen_preset.preset import hwgen_structure
 from hwgen.axi import IRQ_LATENCY_CYCLES
-from hwgen.drain import drain_lanes
 from hwgen.pe import PE, shifts_rows
 
 from . import matrix, simenv
@@ -80,7 +79,7 @@ def test_rtl_reset_midway(sim, dataflow, array_name):
     hw = matrix.array(array_name)
     todo = matrix.layers(dataflow)
     s = hwgen_structure(resolve_dataflow(matrix.dataflow_spec(dataflow), todo[0], hw), todo[0], hw, fit=todo)
-    pe = PE(s, drain_lanes(s))
+    pe = PE(s)
     pe._MustUse__silence = True
     assert pe.psum_rows >= 2 and pe.psum_clear_cycles >= pe.psum_rows
     rows = matrix.run_case(dataflow, array_name, sim, abort_midway=True)

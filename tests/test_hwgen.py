@@ -376,7 +376,6 @@ def test_partial_sums_go_to_lut_ram_from_two_drain_runs(tmp_path: Path):
     """A PE tile of two or more drain runs keeps its partial sums in memories (LUT RAM), a
     lane's words one row each; a tile of one run (or runs that do not divide its rows) in
     registers; the manifest gives the cycles after reset in which the PEs clear the memories."""
-    from hwgen.drain import drain_lanes
     from hwgen.emit import write_verilog
     from hwgen.pe import PE, PSUM_RAM_MIN_ROWS
 
@@ -384,7 +383,7 @@ def test_partial_sums_go_to_lut_ram_from_two_drain_runs(tmp_path: Path):
         hw = array(array_name)
         todo = layers(dataflow)
         s = hwgen_structure(resolve_dataflow(dataflow_spec(dataflow), todo[0], hw), todo[0], hw, fit=todo)
-        pe = PE(s, drain_lanes(s))
+        pe = PE(s)
         pe._MustUse__silence = True
         return s, pe
     seen = set()

@@ -16,7 +16,8 @@ from ..workload.layers import GEMM, Conv2D, ConvTranspose2D, Layer
 from ..workload.problem import problem_of
 from .rules import LOOP_DIMS, OUTPUT_DIMS, l1_shape, l1_words, slide_eligible
 
-__all__ = ["HwStructure", "LayerTiles", "PSUM_RAM_MIN_WORDS", "PSUM_RAM_ROWS", "check_layer", "structure_of", "tiles_of", "structure_key"]
+__all__ = ["HwStructure", "LayerTiles", "PSUM_RAM_MIN_WORDS", "PSUM_RAM_ROWS", "check_layer", "structure_of",
+           "tiles_of", "structure_key"]
 
 _CONV_MAP = {"K": "K", "C": "C", "Y": "Y", "Y'": "Y", "X": "X", "X'": "X", "R": "R", "S": "S"}
 _GEMM_MAP = {"N": "K", "K": "C", "M": "X"}   # M along X: A^T's rows are runs of M
@@ -44,7 +45,7 @@ class HwStructure:
     simd_lanes: int = 1                      # MAC lanes per PE, over consecutive filter positions
     slide_x: bool = False                    # the input's L1 rows keep columns as X slides (rules.slide_eligible)
     slide_y: bool = False                    # ... its L1 channels keep rows as Y slides
-    drain_words: int = 0                     # the drain's lanes at most (0: the rule's; rules.drain_lanes)
+    drain_words: int = 0                     # the drain's lanes at most (0: the rule's: drain_lanes)
 
     @property
     def used_pes(self) -> int:
