@@ -86,16 +86,8 @@ class Compute:
         idle_or_last = wire(m, ~c_issue | all_end, "c_idle_or_last")
         with m.If(c_issue):
             m.d.sync += c_active.eq(~all_end)
-            for i, n in enumerate(reversed(ORDER)):
-                inner = c_wrap[i]
-                bumps[n] = wire(m, inner & ~end_r[n], f"c_bump_{n}")
-                with m.If(bumps[n]):
-                    m.d.sync += mac[n].eq(mac[n] + steps_by[n])
-                with m.Elif(inner):
-                    m.d.sync += mac[n].eq(0)
-        # (the filter position's next value, for the operand offsets' registers: _addresses)
-        f_next = wire(m, Mux(c_issue & bumps["f"], mac["f"] + steps_by["f"], Mux(c_issue, 0, mac["f"]))[:COORD],
-                      "mac_f_next", COORD)
+        for i, n in enumerate(reversed(ORDER)):
+            bumps[n] = wire(m, c_wrap[i] & ~end_r[n], f"c_bump_{n}")
         for i, n in enumerate(reversed(ORDER)):
             # idle, or the last issue: the step in ld's; else as the counter moves
             end_next[n] = wire(m, Mux(idle_or_last, next_end[n],
@@ -109,8 +101,32 @@ class Compute:
         m.d.sync += all_end.eq(all_next)
         # Busy next cycle, a register: it issues then (the shift now, with a step to compute,
         # or an issue now that is not the last), and that issue is not the last
-        active_next = Mux(c_issue, ~all_end, c_active)
+        active_next = wire(m, Mux(c_issue, ~all_end, c_active), "c_active_next")
         c_continues = registered(m, (ctl.go_next["compute"] | active_next) & ~all_next, "c_continues")
+        # The counters and the operand addresses move by kept copies of the end flags, the
+        # last issue's flag and c_active (registers of the same next values): the registers
+        # above reach only the logic that decides the last issue and the engine's "busy next
+        # cycle", which then sits together on the device, not spread among the operand
+        # addresses' registers
+        end_a = {n: pipe(m, end_next[n], f"mac_{n}_end_a") for n in ORDER}
+        all_a = pipe(m, all_next, "mac_all_end_a")
+        issue_a = wire(m, ctl.go_compute | pipe(m, active_next, "c_active_a"), "c_issue_a")
+        wrap_a, inner = [Const(1)], []
+        for n in reversed(ORDER[1:]):
+            inner.append(end_a[n])
+            wrap_a.append(wire(m, Cat(*inner).all(), f"c_wrap_a_{n}"))
+        wrap_a.append(all_a)
+        bumps_a = {}
+        with m.If(issue_a):
+            for i, n in enumerate(reversed(ORDER)):
+                bumps_a[n] = wire(m, wrap_a[i] & ~end_a[n], f"c_bump_a_{n}")
+                with m.If(bumps_a[n]):
+                    m.d.sync += mac[n].eq(mac[n] + steps_by[n])
+                with m.Elif(wrap_a[i]):
+                    m.d.sync += mac[n].eq(0)
+        # (the filter position's next value, for the operand offsets' registers: _addresses)
+        f_next = wire(m, Mux(issue_a & bumps_a["f"], mac["f"] + steps_by["f"], Mux(issue_a, 0, mac["f"]))[:COORD],
+                      "mac_f_next", COORD)
         # (a sliding design: where the step's input window starts in its L1, its first column
         # modulo M and its first row modulo M_y, as fields of an address: rules.l1_input_fields)
         origin = None
@@ -127,7 +143,7 @@ class Compute:
             ld_origin = ctl.ahead(m, "ld", "cp_origin", first)
             origin = {"ld": wire(m, Mux(ctl.ld.valid, ld_origin, 0), "cp_origin_next", len(ld_origin)),
                       "cp": ctl.later(m, ld_origin, "cp")}
-        rd_in, rd_w, rd_on, ps_addr = cls._addresses(m, s, g, mac, f_next, rs, c_issue, bumps, origin)
+        rd_in, rd_w, rd_on, ps_addr = cls._addresses(m, s, g, mac, f_next, rs, issue_a, bumps_a, origin)
         # What the PEs are told is registered before the broadcast (its wires reach every PE),
         # the banks of the step computed with it, and again at each PE's input, so they see an
         # issue two cycles after it: the PEs read its operands at t+2, multiply at t+3 and
@@ -139,7 +155,7 @@ class Compute:
 
         def bcast(value, name):
             return registered(m, value, name)
-        issue_r = bcast(c_issue, "c_issue_r")
+        issue_r = bcast(issue_a, "c_issue_r")
         raw = {"rd_in": rd_in, "rd_w": rd_w, "bank_in": cp.bank_in, "bank_w": cp.bank_w}
         banks = {name: bcast(getattr(cp, name), f"cp_{name}_r") for name in ("bank_in", "bank_w", "bank_ps")}
         rd_in = [bcast(a, f"rd_in{j}_r") for j, a in enumerate(rd_in)]

@@ -54,6 +54,10 @@ class Drain:
         sp0, sp1 = s.spatial
         g0 = Signal(COORD, name="g0")
         g1 = Signal(COORD, name="g1")
+        # (the group as one-hot registers beside g0 and g1, bit u set when it is u: whether a
+        # PE's group drains is a register's bit, not a comparison of the counter)
+        hot0 = Signal(max(1, n0), name="g0_hot", init=1)
+        hot1 = Signal(max(1, n1), name="g1_hot", init=1)
         dk, dy, dx = Signal(COORD, name="dk"), Signal(COORD, name="dy"), Signal(COORD, name="dx")
         d_active = Signal(name="d_active")
         d_tail = Signal(name="d_tail")
@@ -231,14 +235,15 @@ class Drain:
                 nx += [dx.eq(0), dy.eq(0), dk.eq(0), dr_local.eq(0), loc_k.eq(0)]
                 with m.If(next_g1_ok):
                     nxt = grp + unit_step[1]
-                    nx += [g1.eq(g1 + 1), grp.eq(nxt), k_rel.eq(nxt), rel.eq(nxt)]
+                    nx += [g1.eq(g1 + 1), grp.eq(nxt), k_rel.eq(nxt), rel.eq(nxt), hot1.eq(hot1 << 1)]
                     nx += start_group(ext_g1) if has_g1 else []
                 with m.Elif(next_g0_ok):
                     nxt = g0_rel + unit_step[0]
-                    nx += [g1.eq(0), g0.eq(g0 + 1), g0_rel.eq(nxt), grp.eq(nxt), k_rel.eq(nxt), rel.eq(nxt)]
+                    nx += [g1.eq(0), g0.eq(g0 + 1), g0_rel.eq(nxt), grp.eq(nxt), k_rel.eq(nxt), rel.eq(nxt),
+                           hot1.eq(1), hot0.eq(hot0 << 1)]
                     nx += start_group(ext_g0) if has_g0 else []
                 with m.Else():
-                    nx += [g0.eq(0), g1.eq(0), d_tail.eq(1),
+                    nx += [g0.eq(0), g1.eq(0), d_tail.eq(1), hot0.eq(1), hot1.eq(1),
                            g0_rel.eq(0), grp.eq(0), k_rel.eq(0), rel.eq(0)]
         with m.Elif(d_tail):
             nx += [d_tail.eq(0), d_active.eq(0)]
@@ -280,9 +285,9 @@ class Drain:
             if across is None:
                 in_group = Const(1)
                 if not red0 and s.spatial[0] is not None:
-                    in_group = in_group & (g0 == u0)
+                    in_group = in_group & hot0[u0]
                 if not red1 and s.spatial[1] is not None:
-                    in_group = in_group & (g1 == u1)
+                    in_group = in_group & hot1[u1]
                 group = (u0 if not red0 and s.spatial[0] is not None else None,
                          u1 if not red1 and s.spatial[1] is not None else None)
                 in_group_r = (group_select(in_group, group, f"dr_in_group_{u0}_{u1}")

@@ -234,8 +234,6 @@ class Loader:
         in_window = wire(m, ~l_weight if ing["input"].window_x else Const(0, 1), "l_in_window")
         step = wire(m, Mux(l_weight, chunk_of["weight"]["step"], chunk_of["input"]["step"]), "l_step", range(W + 1))
         take = wire(m, Mux(l_weight, chunk_of["weight"]["take"], chunk_of["input"]["take"]), "l_take", range(W + 1))
-        take2 = wire(m, Mux(l_weight, 2 * chunk_of["weight"]["take"], 2 * chunk_of["input"]["take"]), "l_take2",
-                     range(2 * W + 1))
         last_phase = wire(m, box["phases"] - 1 == ph_r, "l_last_phase")
         # where the walk is (the run's last chunk; the last inner run; the last outer run),
         # registers worked out as the counters move, and which way it goes after this issue
@@ -294,9 +292,13 @@ class Loader:
             m.d.sync += [a_r.eq(a_r + Mux(more, step, box["wrap"])), col_r.eq(col_r + W), rem_r.eq(rem_next),
                          ph_r.eq(Mux(more, ph_r + 1, 0)), row_r.eq(Mux(more | in_window, row_r, row_next))]
             # whether the next chunk is the run's last: the word's last phase of the run's last
-            # words (compared before the subtraction: rem - take <= take is rem <= 2 take)
-            last_next = Mux(more, (rem_r <= take) & (ph_r + 2 == box["phases"]),
-                            (rem_r <= take2) & (box["phases"] == 1))
+            # words (compared before the subtraction: rem - take <= take is rem <= 2 take), for
+            # each tensor (its take a constant), then the one loading chosen
+            def last_of(name, bx):
+                tk = chunk_of[name]["take"]
+                return Mux(bx["phases"] - 1 == ph_r, (rem_r <= 2 * tk) & (bx["phases"] == 1),
+                           (rem_r <= tk) & (ph_r + 2 == bx["phases"]))
+            last_next = wire(m, Mux(l_weight, last_of("weight", w_box), last_of("input", in_box)), "l_last_next")
             m.d.sync += [last_chunk.eq(last_next), next_run.eq(last_next & ~il_zero),
                          next_outer.eq(last_next & il_zero & ~ol_zero), box_end.eq(last_next & il_zero & ol_zero)]
         with m.If(issuing & next_run):              # the next run
@@ -333,37 +335,47 @@ class Loader:
                     (issuing & next_outer, (out_a_r + box["outer_stride"])[:A]),
                     (issuing & next_run, (run_a_r + box["inner_stride"])[:A]),
                     (issuing & ~last_chunk, (q + Mux(last_phase, box["wrap"], step))[:A])]
+        # A NoC wider than ROTATION_SPLIT_WORDS registers each bank's row beside the bank (a
+        # register for each tensor's): its banks are spread over the device, and a copy's sum
+        # on one side of it and its wires to the banks on the other did not fit 10 ns on an
+        # ECP5 (a cycle more: rules.load_latency)
+        split = int(W > ROTATION_SPLIT_WORDS)
         a_near = Copies(W, lambda i: kept_copy(m, f"l2_addr_{i}", A, copy_updates))
         for b in range(W):
             a = a_near.of(b)
             row = wire(m, ((a >> lg) + (b < a[:lg]))[:A] if b < W - 1 else a >> lg, f"bank{b}_row", A)
-            for ports in (l2.inputs, l2.weights):
+            for name, ports in (("input", l2.inputs), ("weight", l2.weights)):
                 rd = ports[b][0]
-                m.d.comb += [rd.addr.eq(row), rd.en.eq(1)]
+                at = pipe(m, row[:len(rd.addr)], f"bank{b}_{name}_row_r") if split else row
+                m.d.comb += [rd.addr.eq(at), rd.en.eq(1)]
         # The NoC lanes, three cycles after the issue, in register stages: the L2 banks' words
         # (the banks' read latency, then a register of both tensors'); the words of the tensor
         # on the bus rotated to lanes (lane j carries the issue's address + j) in a register;
         # the lanes broadcast to the PEs, each of which registers them at its input and writes
         # its words into its L1 the cycle after: the broadcast's wires run from register to
         # register.  What the PEs need to write them comes with the lanes, registered alike.
-        # A NoC wider than ROTATION_SPLIT_WORDS rotates in two halves, each followed by a
-        # register (its banks and lanes are spread over the device, and each half's choices
-        # bring words from across it): a cycle more (rules.load_latency).
-        split = int(W > ROTATION_SPLIT_WORDS)
-        assert load_latency(s) == 5 + split, "a cycle to take the box, then 4 + split register stages (hwgen/loader.py)"
+        # A NoC wider than ROTATION_SPLIT_WORDS has its banks' rows registered (above) and
+        # rotates in two halves, each followed by a register (its banks and lanes are spread
+        # over the device, and each half's choices bring words from across it): two cycles
+        # more (rules.load_latency).
+        stages = 4 + 2 * split
+        assert load_latency(s) == 1 + stages, "a cycle to take the box, then 4 (or 6) register stages (hwgen/loader.py)"
         window = ing["input"].window_x
         count = wire(m, Mux(rem_r < take, rem_r, take), "l_count", range(W + 1))     # (a window's: its lanes)
         now = {"valid": issuing, "weight": l_weight, "row": row_r, "count": count, "phase": ph_r, "y": y_r}
         delayed = [now]
-        for k in range(1, 4 + split):
+        for k in range(1, stages):
             delayed.append({key: registered(m, v, f"lane_{key}_d{k}") for key, v in delayed[-1].items()})
-        early = delayed[1 + split]
+        early = delayed[stages - 3]
         early_len = registered(m, Mux(early["valid"] & ~early["weight"], early["count"], 0),
-                               f"lane_len_d{2 + split}", 8) if window else Const(0, 8)
-        col = registered(m, col_r, "l_col_d1", A)
-        if split:
-            col = registered(m, col, "l_col_d2", A)
-        addr_d1 = registered(m, a_r, "lane_addr_d1", A)
+                               f"lane_len_d{stages - 2}", 8) if window else Const(0, 8)
+        col = col_r
+        for k in range(1, stages - 2):
+            col = registered(m, col, f"l_col_d{k}", A)
+        # (the issue's address and tensor when the banks' words are registered)
+        addr_d = a_r
+        for k in range(1, 2 + split):
+            addr_d = registered(m, addr_d, f"lane_addr_d{k}", A)
         banked = {name: Signal(8 * W, name=f"noc_banked_{name}") for name in ("input", "weight")}
         for b in range(W):
             m.d.sync += [banked["input"][8 * b: 8 * b + 8].eq(l2.inputs[b][0].data),
@@ -374,14 +386,14 @@ class Loader:
         # half): one register would drive 64 lanes of bytes' choices, ~4,000 LUT inputs a bit
         lane_data = Signal(8 * W, name="lane_data")
         lg_w = (W - 1).bit_length()
-        sel = Copies(W, lambda i: pipe(m, Cat(addr_d1[:lg_w], delayed[1]["weight"]), f"lane_sel_d2_{i}"))
+        sel = Copies(W, lambda i: pipe(m, Cat(addr_d[:lg_w], delayed[1 + split]["weight"]), f"lane_sel_d{2 + split}_{i}"))
         chosen = [wire(m, Mux(sel.of(b)[lg_w], banked["weight"][8 * b: 8 * b + 8],
                               banked["input"][8 * b: 8 * b + 8]), f"lane_banked{b}", 8) for b in range(W)]
         if split:
             half = (lg_w + 1) // 2
             mid = rotate(m, chosen, [c[:lg_w] for c in sel], "lane_rot", 8, stages=range(half))
             mid = [registered(m, w, f"lane_mid{j}", 8) for j, w in enumerate(mid)]
-            sel2 = [pipe(m, c[:lg_w], f"lane_sel_d3_{i}") for i, c in enumerate(sel)]
+            sel2 = [pipe(m, c[:lg_w], f"lane_sel_d{3 + split}_{i}") for i, c in enumerate(sel)]
             m.d.sync += lane_data.eq(Cat(*rotate(m, mid, sel2, "lane_rot", 8, stages=range(half, lg_w))))
         else:
             m.d.sync += lane_data.eq(Cat(*rotate(m, chosen, [c[:lg_w] for c in sel], "lane_rot", 8)))

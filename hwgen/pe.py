@@ -282,8 +282,6 @@ class PE(wiring.Component):
         ``start``: ``psum_clear_cycles``)."""
         L, depth = self.drain_lanes, self.psum_depth
         lg, rbits = (L - 1).bit_length(), (depth - 1).bit_length()
-        row_c = wire(m, mac.addr[lg:lg + rbits], "ps_row")
-        row_d = wire(m, drain.addr[lg:lg + rbits], "dr_row")
         # the clear after reset: every row, one a cycle
         sweep_row = Signal(rbits, name="ps_sweep_row")
         sweeping = Signal(name="ps_sweeping", init=1)
@@ -295,8 +293,12 @@ class PE(wiring.Component):
         data = [[None] * L for _ in range(2)]
         ram_writes = []
         for b in range(2):
-            drained = wire(m, drain.en & (drain.bank == b), f"dr_here{b}")
-            rd_row = wire(m, Mux(drained, row_d, row_c), f"ps_rd_row{b}")
+            # whether the drain reads this buffer, and the row read: registers, of the drain's
+            # inputs and of the compute engine's stage-1 address (the read's address is then a
+            # register, the write's a choice of two, ahead of the read, add and write)
+            here = self.dr_en & (self.dr_bank == b)
+            drained = pipe(m, here, f"dr_here{b}")
+            rd_row = pipe(m, Mux(here, self.dr_addr[lg:lg + rbits], addr1[lg:lg + rbits]), f"ps_rd_row{b}")
             for j, mem in enumerate(mems[b]):
                 m.submodules[f"psum{b}_{j}"] = mem
                 rp = mem.read_port(domain="comb")
@@ -420,12 +422,13 @@ class PE(wiring.Component):
         # above, so a drain issue reads at d+1: five cycles or more after the step's last MAC
         # issue e (the drain issues from its go + DRAIN_WAIT, e + 4 or later), whose write
         # landed at e+4.  (A lane past the row, j >= dr_len, reads a word the drain ignores.)
-        drain = SimpleNamespace(en=pipe(m, self.dr_en, "dr_en_r"), bank=pipe(m, self.dr_bank, "dr_bank_r"),
-                                addr=pipe(m, self.dr_addr, "dr_addr_r"), len=pipe(m, self.dr_len, "dr_len_r"))
+        # (memories register the drain's enable and address per buffer: _psums_in_ram)
+        drain = SimpleNamespace(bank=pipe(m, self.dr_bank, "dr_bank_r"), len=pipe(m, self.dr_len, "dr_len_r"))
         mac_write = SimpleNamespace(we=we[1], addr=addr[1], bank=bank[1], prod=prod_r)
         if self.psum_rows:
             self._psums_in_ram(m, mac_write, bank[0], addr[0], drain)
         else:
+            drain.en, drain.addr = pipe(m, self.dr_en, "dr_en_r"), pipe(m, self.dr_addr, "dr_addr_r")
             self._psums_in_registers(m, mac_write, bank[0], addr[0], drain)
         return m
 

@@ -51,9 +51,10 @@ class TimingConstants:
     load_latency_cycles: int = 5    # a cycle at go to take the step's first box, then, after the
     #                                 last issue, the L2 read, the rotation to lanes, the
     #                                 broadcast to each PE's input register and the L1 capture:
-    #                                 four register stages; a cycle more with a NoC wider than
-    #                                 ROTATION_SPLIT_WORDS, whose rotation is two halves, each
-    #                                 registered (load_latency)
+    #                                 four register stages; two more with a NoC wider than
+    #                                 ROTATION_SPLIT_WORDS, whose banks' rows are registered beside
+    #                                 them and whose rotation is two halves, each registered
+    #                                 (load_latency)
     compute_latency_cycles: int = 0  # the engine is busy only while it issues: the MAC pipeline
     #                                  (a broadcast register at each end, read L1, multiply,
     #                                  accumulate) overlaps the next step's issues (drain_wait_cycles)
@@ -116,9 +117,10 @@ ROTATION_SPLIT_WORDS = 8
 
 def load_latency(s, timing: TimingConstants | None = None) -> int:
     """Cycles a load stays busy after its last issue, for structure ``s``: the timing's
-    ``load_latency_cycles``, plus one with a NoC wider than :data:`ROTATION_SPLIT_WORDS` words."""
+    ``load_latency_cycles``, plus two with a NoC wider than :data:`ROTATION_SPLIT_WORDS` words (a
+    register of each L2 bank's row beside the bank, and the rotation in two registered halves)."""
     timing = TIMING if timing is None else timing
-    return timing.load_latency_cycles + (s.noc_words_per_cycle > ROTATION_SPLIT_WORDS)
+    return timing.load_latency_cycles + 2 * (s.noc_words_per_cycle > ROTATION_SPLIT_WORDS)
 
 
 def drain_latency(s, timing: TimingConstants | None = None) -> int:
