@@ -78,6 +78,7 @@ class Accelerator(wiring.Component):
             shared.wire_pe(pe, u0, u1, template)
         m.d.comb += [ctl.engines_continue.eq(loader.continues | compute.continues | drain.continues),
                      ctl.flushing.eq(drain.flushing)]
+        ctl.connect_engines(m, [loader.continues_next, compute.continues_next, drain.continues_next])
         return m
 
 

@@ -102,7 +102,8 @@ class Compute:
         # Busy next cycle, a register: it issues then (the shift now, with a step to compute,
         # or an issue now that is not the last), and that issue is not the last
         active_next = wire(m, Mux(c_issue, ~all_end, c_active), "c_active_next")
-        c_continues = registered(m, (ctl.go_next["compute"] | active_next) & ~all_next, "c_continues")
+        continues_next = wire(m, (ctl.go_next["compute"] | active_next) & ~all_next, "c_continues_next")
+        c_continues = registered(m, continues_next, "c_continues")
         # The counters and the operand addresses move by kept copies of the end flags, the
         # last issue's flag and c_active (registers of the same next values): the registers
         # above reach only the logic that decides the last issue and the engine's "busy next
@@ -160,8 +161,10 @@ class Compute:
         banks = {name: bcast(getattr(cp, name), f"cp_{name}_r") for name in ("bank_in", "bank_w", "bank_ps")}
         rd_in = [bcast(a, f"rd_in{j}_r") for j, a in enumerate(rd_in)]
         rd_w = [bcast(a, f"rd_w{j}_r") for j, a in enumerate(rd_w)]
-        return cls(c_continues, c_issue, issue_r, mac, rs, rd_in, rd_w,
-                   bcast(rd_on, "rd_on_r"), bcast(ps_addr, "ps_addr_r"), banks, m, raw)
+        compute = cls(c_continues, c_issue, issue_r, mac, rs, rd_in, rd_w,
+                      bcast(rd_on, "rd_on_r"), bcast(ps_addr, "ps_addr_r"), banks, m, raw)
+        compute.continues_next = continues_next     # (for the controller's copies of the register)
+        return compute
 
     def operands(self, group: int) -> dict:
         """The operand addresses and banks broadcast to group ``group`` of the PEs

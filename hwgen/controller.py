@@ -146,6 +146,9 @@ class Controller:
         # (``start`` comes only while not running, so never with ``ready``)
         self._ready_terms = wire(m, self.running & ~start & work_now, "ready_terms")
         self._shifts = {}
+        # (the engines' "busy next cycle" registers, in kept copies that the shift's copies
+        # share out in turn: connect_engines)
+        self._continue_copies = [Signal(3, name=f"engines_continue{i}") for i in range(self.CONTINUE_COPIES)]
         self.shift = self.shift_copy("desc")
         self._ready_next = wire(m, self._ready_terms & ~self.shift, "ready_next")
         self._n_staged = 0
@@ -277,6 +280,16 @@ class Controller:
     #: How many copies of the shift the stages of :meth:`ahead` share out: one for each quantity
     #: (its few registers sit together) up to this many, then in turn.
     STAGE_SHIFTS = 48
+    #: Kept copies of the engines' three "busy next cycle" registers: each shift copy reads one
+    #: of them, in turn, so its decode is one LUT of its own (its ``ready`` and the three), not a
+    #: LUT after one OR whose net reaches the fifty copies across the device.
+    CONTINUE_COPIES = 4
+
+    def connect_engines(self, m: Module, continues_next: list) -> None:
+        """Drive the copies of the engines' "busy next cycle" registers from their next values
+        (loader, compute engine, drain): each copy has the value of ``engines_continue``'s terms."""
+        for i, copy in enumerate(self._continue_copies):
+            m.d.comb += copy.eq(pipe(m, Cat(*continues_next), f"engines_continue{i}_r"))
 
     def shift_copy(self, key: str, also=None) -> Signal:
         """The shift, decoded for one group of the registers it enables (``key``): a kept copy
@@ -289,7 +302,8 @@ class Controller:
         if key not in self._shifts:
             m = self._m
             d = Signal(name=f"ready_{key}_next")
-            shift = wire(m, pipe(m, d, f"ready_{key}") & ~self.engines_continue, f"shift_{key}")
+            busy = self._continue_copies[len(self._shifts) % self.CONTINUE_COPIES]
+            shift = wire(m, pipe(m, d, f"ready_{key}") & ~busy.any(), f"shift_{key}")
             m.d.comb += d.eq(self._ready_terms & ~shift if also is None else self._ready_next & also)
             self._shifts[key] = shift
         return self._shifts[key]

@@ -16,7 +16,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, drain_latency, reduction_levels
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, READERS_PER_COPY, Copies, pipe, registered, rotate, wire
+from .common import COORD, READERS_PER_COPY, pipe, registered, rotate, wire
 from .controller import Controller, Product
 from .geometry import Geometry
 from .hostbus import HostBus
@@ -109,18 +109,21 @@ class Drain:
                 ok0 = wire(m, pick_group(g0i, [per_group[u0 + 1, 0][1] if u0 + 1 in G0 else Const(0) for u0 in G0], 1),
                            f"dr_next_g0_ok{tag}")
             return ok1, ok0
-        next_g1_ok, next_g0_ok = groups_ok(g0i, g1i, "")
-        if has_g1:
-            ext_g1 = {d: wire(m, pick_group(g0i, [pick_group(g1i, [per_group[u0, u1 + 1][0][d] if u1 + 1 in G1
-                                                                   else Const(0, w) for u1 in G1], w)
-                                                  for u0 in G0], w), f"dr_next_g1_{d}", w) for d, w in GROUP_FIELDS}
-        else:
-            ext_g1 = None
-        if has_g0:
-            ext_g0 = {d: wire(m, pick_group(g0i, [per_group[u0 + 1, 0][0][d] if u0 + 1 in G0 else Const(0, w)
-                                                  for u0 in G0], w), f"dr_next_g0_{d}", w) for d, w in GROUP_FIELDS}
-        else:
-            ext_g0 = None
+        def next_exts(g0i, g1i):
+            """The extents and flags of the next group along level 1 (level 0) of group (g0i, g1i)."""
+            ext1 = ({d: pick_group(g0i, [pick_group(g1i, [per_group[u0, u1 + 1][0][d] if u1 + 1 in G1
+                                                          else Const(0, w) for u1 in G1], w) for u0 in G0], w)
+                     for d, w in GROUP_FIELDS} if has_g1 else None)
+            ext0 = ({d: pick_group(g0i, [per_group[u0 + 1, 0][0][d] if u0 + 1 in G0 else Const(0, w) for u0 in G0], w)
+                     for d, w in GROUP_FIELDS} if has_g0 else None)
+            return ext1, ext0
+        # Whether a next group exists and its extents: registers, worked out from the group
+        # the walk goes to (its next state, below) and the step's per-group registers, which
+        # change only at a shift, after which the drain waits DRAIN_WAIT cycles before its first
+        # issue: so the group's end decides from registers, not from choices on the counters
+        next_g1_ok, next_g0_ok = Signal(name="dr_next_g1_ok"), Signal(name="dr_next_g0_ok")
+        ext_g1 = {d: Signal(w, name=f"dr_next_g1_{d}") for d, w in GROUP_FIELDS} if has_g1 else None
+        ext_g0 = {d: Signal(w, name=f"dr_next_g0_{d}") for d, w in GROUP_FIELDS} if has_g0 else None
         # (the dr step's first group: taken at go, below)
         first_ext = {d: ctl.ahead(m, "dr", f"dr_first_{d}", *g.pe_tile_stages(LOOP_DIMS.index(d), 0, 0), with_flags)
                      for d in g_ext}
@@ -260,10 +263,16 @@ class Drain:
         x_last_n = nx[x_end] if across is None else Const(1)
         more_n = nx[more_groups] if isinstance(more_groups, Signal) else Const(0)
         ok1_n, ok0_n = groups_ok(nx[g0][:g0_bits], nx[g1][:g1_bits], "_n")
+        if has_g0 or has_g1:
+            m.d.sync += [next_g1_ok.eq(ok1_n), next_g0_ok.eq(ok0_n)]
+            for regs, value in zip((ext_g1, ext_g0), next_exts(nx[g0][:g0_bits], nx[g1][:g1_bits])):
+                if regs is not None:
+                    m.d.sync += [regs[d].eq(value[d]) for d in regs]
         final_n = x_last_n & nx[y_end] & nx[k_end] & ~more_n & ~ok1_n & ~ok0_n
         run_n = nx[d_active] & ~nx[d_tail]
-        continues = registered(m, ctl.go_next["drain"] | starts | go_d1 | ((go_d2 | run_n) & ~final_n),
-                               "dr_continues")
+        continues_next = wire(m, ctl.go_next["drain"] | starts | go_d1 | ((go_d2 | run_n) & ~final_n),
+                              "dr_continues_next")
+        continues = registered(m, continues_next, "dr_continues")
         out_addr = wire(m, (base + rel + dx)[:OB], "out_addr", OB)
         # Each lane's words, one per reduction position (the PEs of the other levels' groups
         # are one-hot: an OR of masked words selects the group's), registered; then the
@@ -349,11 +358,10 @@ class Drain:
         Q = 1 << (lanes - 1).bit_length()
         rotated = rotate(m, [values[p] if p < lanes else values[0] for p in range(Q)], addr_q[rotate_at],
                          "dr_rot", signed(32), down=True)
-        # the addresses at the banks' read and write in kept copies (common.Copies): the compare
-        # and add of a bank's row work on a register beside it, not on one register across the
-        # device (Yosys shares the compares of every bank)
-        near = {k: Copies(len(l2.outputs), lambda i, k=k: pipe(m, addr_q[k - 1], f"dr_addr_d{k}_{i}", OB))
-                for k in (read_at, latency)}
+        # each bank's rows to read and write in kept registers beside it, worked out from the
+        # addresses a stage before (the address's high part, or one more: Yosys shares the sum
+        # and the compares): the sum lies on one side of the wires across the device, the
+        # bank's port choice on the other
         for b, (rd, wr) in enumerate(l2.outputs):
             j = lane_of(addr_q[rotate_at], b)
             moved = pipe(m, rotated[b % Q], f"dr_bank_value{b}", signed(32))
@@ -364,13 +372,15 @@ class Drain:
             # the bank's rows to read and write (from its copies of the addresses)
             # and whether the accelerator or the host has its ports (a register of its own)
             running = ctl.running_copy(m, f"dr_running{b}")
-            rd_row = bank_row(near[read_at].of(b), b)
-            wr_row = bank_row(near[latency].of(b), b)
+            rd_row, wr_row = (pipe(m, bank_row(addr_q[k - 1], b)[:len(rd.addr)], f"dr_bank{b}_row_d{k}")
+                              for k in (read_at, latency))
             m.d.comb += [rd.addr.eq(Mux(running, rd_row, bus.out_row)), rd.en.eq(1)]
             m.d.comb += [wr.addr.eq(Mux(running, wr_row, bus.out_row)),
                          wr.data.eq(Mux(running, old + moved, top.bus_wdata)),
                          wr.en.eq(Mux(running, write_en, bus.out_write[b]))]
-        return cls(continues, wire(m, Cat(*issued).any(), "dr_flushing"))
+        drain = cls(continues, wire(m, Cat(*issued).any(), "dr_flushing"))
+        drain.continues_next = continues_next       # (for the controller's copies of the register)
+        return drain
 
 
 def _or(words):

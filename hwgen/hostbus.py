@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Module, Mux, Signal
 
-from .common import READERS_PER_COPY, pipe
+from .common import Copies, pipe
 from .geometry import CONFIG_REGS, Geometry
 from .l2 import L2
 
@@ -34,24 +34,18 @@ class HostBus:
         offset = top.bus_addr[:n]
         lg = (banks - 1).bit_length()
         # (the banks' write enables from kept copies of ``busy``: the one register's wires would
-        # reach every block RAM of L2; with more banks than a copy's readers, a copy for each
-        # bank of each region, beside its block RAM: the banks of one copy spread over the device)
-        if banks > READERS_PER_COPY:
-            near = {name: [pipe(m, busy_soon, f"host_busy_{name}{b}") for b in range(banks)]
-                    for name in ("input", "weight", "output")}
-        else:
-            one = pipe(m, busy_soon, "host_busy0")
-            near = {name: [one] * banks for name in ("input", "weight", "output")}
+        # reach every block RAM of L2)
+        busy_near = Copies(banks, lambda i: pipe(m, busy_soon, f"host_busy{i}")).of
         for name, ports in (("input", l2.inputs), ("weight", l2.weights)):
             for b, (_, wr) in enumerate(ports):
-                hit = top.bus_we & (region == REGION[name]) & ~near[name][b]
+                hit = top.bus_we & (region == REGION[name]) & ~busy_near(b)
                 if banks > 1:
                     hit = hit & (offset[:lg] == b)
                 m.d.comb += [wr.addr.eq(offset >> lg), wr.data.eq(top.bus_wdata[:8]), wr.en.eq(hit)]
         out_we = top.bus_we & (region == REGION["output"])
         out_write = [Signal(name=f"host_out_we{b}") for b in range(banks)]
         for b, we in enumerate(out_write):
-            m.d.comb += we.eq(out_we & ~near["output"][b] & (offset[:lg] == b) if banks > 1 else out_we & ~near["output"][b])
+            m.d.comb += we.eq(out_we & ~busy_near(b) & (offset[:lg] == b) if banks > 1 else out_we & ~busy_near(b))
         region_r = Signal(4)
         bank_r = Signal(max(1, lg), name="host_bank_r")       # the output bank read last cycle
         m.d.sync += bank_r.eq(offset[:lg] if banks > 1 else 0)

@@ -401,6 +401,8 @@ class Loader:
         # next cycle (one now that is not the last, or the box taken now), or one in flight
         last_issue = wire(m, box_end & (l_weight | ~ld.ld_w), "l_last_issue")
         issuing_next = starts_load | (issuing & ~last_issue)
-        continues = registered(m, ctl.go_next["load"] | issuing_next | issuing
-                               | Cat(*[d["valid"] for d in delayed[1:-1]]).any(), "l_continues")
-        return cls(continues, lane_data, delayed[-1], delayed[-2], early_len, col)
+        continues_next = wire(m, ctl.go_next["load"] | issuing_next | issuing
+                              | Cat(*[d["valid"] for d in delayed[1:-1]]).any(), "l_continues_next")
+        loader = cls(registered(m, continues_next, "l_continues"), lane_data, delayed[-1], delayed[-2], early_len, col)
+        loader.continues_next = continues_next      # (for the controller's copies of the register)
+        return loader
