@@ -6,6 +6,9 @@ tail overlaps the next step, and the drain waits for it (``docs/timing.md``)."""
 
 from __future__ import annotations
 
+import functools
+import operator
+
 from dataclasses import dataclass, field
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
@@ -231,20 +234,32 @@ class Compute:
             origin = {"cp": Const(0, COORD), "ld": Const(0, COORD)}
             if name == "in" and window is not None:
                 origin = window
+            # each register's choices, one per counter that sets it (a counter the base follows
+            # sets it and the bases inside it; a move of a counter no tensor base follows (f;
+            # y, x for the weight) keeps the base outside it, which the inner ones restart
+            # from), and at the last issue the restart: at most one counter moves at an issue,
+            # so the choice is an AND-OR of them, not a chain of priorities
+            choices = {d: [] for d in dims}
+            for i, n in enumerate(ORDER):
+                if n in strides:
+                    nxt = wire(m, field_add(regs[n], strides[n]) if name == "in" else (regs[n] + strides[n])[:COORD],
+                               f"rd_{name}_next_{n}", COORD)
+                    for d in dims:
+                        if ORDER.index(d) >= i:
+                            choices[d].append((bumps[n], nxt))
+                else:
+                    outer = [d for d in dims if ORDER.index(d) < i]
+                    keep = regs[outer[-1]] if outer else origin["cp"]
+                    for d in dims:
+                        if ORDER.index(d) > i:
+                            choices[d].append((bumps[n], keep))
+            restart = wire(m, ~Cat(*[bumps[n] for n in ORDER]).any(), f"rd_{name}_restart")   # the last issue
             with m.If(issue):
-                for i, n in enumerate(ORDER):
-                    with m.If(bumps[n]):
-                        if n in strides:
-                            nxt = field_add(regs[n], strides[n]) if name == "in" else (regs[n] + strides[n])[:COORD]
-                            m.d.sync += [regs[d].eq(nxt) for d in dims if ORDER.index(d) >= i]
-                        # a move of a counter no tensor base follows (f; y, x for the weight)
-                        # keeps the base; the inner ones restart from it
-                        else:
-                            outer = [d for d in dims if ORDER.index(d) < i]
-                            keep = regs[outer[-1]] if outer else origin["cp"]
-                            m.d.sync += [regs[d].eq(keep) for d in dims if ORDER.index(d) > i]
-                with m.If(~Cat(*[bumps[n] for n in ORDER]).any()):      # the last issue: restart
-                    m.d.sync += [r.eq(origin["ld"]) for r in regs.values()]
+                for d in dims:
+                    terms = choices[d] + [(restart, origin["ld"])]
+                    value = functools.reduce(operator.or_, [Mux(c, v, 0) for c, v in terms])
+                    with m.If(Cat(*[c for c, _ in terms]).any()):
+                        m.d.sync += regs[d].eq(value[:COORD])
         ps_addr = wire(m, base["ps"], "ps_addr", shape["output"])
         max_rs = t["R"] * t["S"]
         # each filter position's offset in the input L1, (f // S) * row + f % S, a static
