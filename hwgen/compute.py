@@ -78,12 +78,15 @@ class Compute:
         near_r = {n: Signal(name=f"mac_{n}_near") for n in ORDER}     # a step from its end
         all_end = Signal(name="mac_all_end")        # every counter at its end: the last issue
         c_issue = wire(m, ctl.go_compute | c_active, "c_issue")
-        c_wrap = [Const(1)]           # (each an AND of the end flags inside it, not a chain)
-        inner = []
-        for n in reversed(ORDER[1:]):
-            inner.append(end_r[n])
-            c_wrap.append(wire(m, Cat(*inner).all(), f"c_wrap_{n}"))
-        c_wrap.append(all_end)
+        def wraps(ends, last, tag):
+            """Per counter, innermost first: whether every counter inside it is at its end (it
+            moves or wraps at an issue), each an AND of the end flags, not a chain."""
+            wrap, inner = [Const(1)], []
+            for n in reversed(ORDER[1:]):
+                inner.append(ends[n])
+                wrap.append(wire(m, Cat(*inner).all(), f"c_wrap{tag}_{n}"))
+            return wrap + [last]
+        c_wrap = wraps(end_r, all_end, "")
         bumps = {}                    # the counter that moves at this issue (the ones inside it wrap)
         end_next = {}
         idle_or_last = wire(m, ~c_issue | all_end, "c_idle_or_last")
@@ -115,11 +118,7 @@ class Compute:
         end_a = {n: pipe(m, end_next[n], f"mac_{n}_end_a") for n in ORDER}
         all_a = pipe(m, all_next, "mac_all_end_a")
         issue_a = wire(m, ctl.go_compute | pipe(m, active_next, "c_active_a"), "c_issue_a")
-        wrap_a, inner = [Const(1)], []
-        for n in reversed(ORDER[1:]):
-            inner.append(end_a[n])
-            wrap_a.append(wire(m, Cat(*inner).all(), f"c_wrap_a_{n}"))
-        wrap_a.append(all_a)
+        wrap_a = wraps(end_a, all_a, "_a")
         bumps_a = {}
         with m.If(issue_a):
             for i, n in enumerate(reversed(ORDER)):

@@ -98,16 +98,16 @@ class Drain:
         g0_bits, g1_bits = max(1, (len(G0) - 1).bit_length()), max(1, (len(G1) - 1).bit_length())
         g0i, g1i = g0[:g0_bits], g1[:g1_bits]
 
-        def groups_ok(g0i, g1i, tag):
+        def groups_ok(g0i, g1i):
             """Whether a next group along level 1 (level 0) exists for group (g0i, g1i)."""
             ok1 = ok0 = Const(0)
             if has_g1:
                 ok_g1 = [pick_group(g1i, [per_group[u0, u1 + 1][1] if u1 + 1 in G1 else Const(0) for u1 in G1], 1)
                          for u0 in G0]
-                ok1 = wire(m, pick_group(g0i, ok_g1, 1), f"dr_next_g1_ok{tag}")
+                ok1 = wire(m, pick_group(g0i, ok_g1, 1), "dr_next_g1_ok_n")
             if has_g0:
                 ok0 = wire(m, pick_group(g0i, [per_group[u0 + 1, 0][1] if u0 + 1 in G0 else Const(0) for u0 in G0], 1),
-                           f"dr_next_g0_ok{tag}")
+                           "dr_next_g0_ok_n")
             return ok1, ok0
         def next_exts(g0i, g1i):
             """The extents and flags of the next group along level 1 (level 0) of group (g0i, g1i)."""
@@ -262,7 +262,7 @@ class Drain:
         # registers change only at a shift, after which the drain does not issue)
         x_last_n = nx[x_end] if across is None else Const(1)
         more_n = nx[more_groups] if isinstance(more_groups, Signal) else Const(0)
-        ok1_n, ok0_n = groups_ok(nx[g0][:g0_bits], nx[g1][:g1_bits], "_n")
+        ok1_n, ok0_n = groups_ok(nx[g0][:g0_bits], nx[g1][:g1_bits])
         if has_g0 or has_g1:
             m.d.sync += [next_g1_ok.eq(ok1_n), next_g0_ok.eq(ok0_n)]
             for regs, value in zip((ext_g1, ext_g0), next_exts(nx[g0][:g0_bits], nx[g1][:g1_bits])):
