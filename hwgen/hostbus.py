@@ -36,12 +36,14 @@ class HostBus:
         # (the banks' write enables from kept copies of ``busy``: the one register's wires would
         # reach every block RAM of L2)
         busy_near = Copies(banks, lambda i: pipe(m, busy_soon, f"host_busy{i}")).of
-        for name, ports in (("input", l2.inputs), ("weight", l2.weights)):
-            for b, (_, wr) in enumerate(ports):
-                hit = top.bus_we & (region == REGION[name]) & ~busy_near(b)
-                if banks > 1:
-                    hit = hit & (offset[:lg] == b)
-                m.d.comb += [wr.addr.eq(offset >> lg), wr.data.eq(top.bus_wdata[:8]), wr.en.eq(hit)]
+        # (an operand bank holds both regions' words: the input's or the weight's row, L2.operand_row)
+        operand_we = top.bus_we & ((region == REGION["input"]) | (region == REGION["weight"]))
+        op_row = l2.operand_row(offset >> lg, region == REGION[l2.high])
+        for b, (_, wr) in enumerate(l2.operands):
+            hit = operand_we & ~busy_near(b)
+            if banks > 1:
+                hit = hit & (offset[:lg] == b)
+            m.d.comb += [wr.addr.eq(op_row), wr.data.eq(top.bus_wdata[:8]), wr.en.eq(hit)]
         out_we = top.bus_we & (region == REGION["output"])
         out_write = [Signal(name=f"host_out_we{b}") for b in range(banks)]
         for b, we in enumerate(out_write):

@@ -341,13 +341,19 @@ class Loader:
         # ECP5 (a cycle more: rules.load_latency)
         split = int(W > ROTATION_SPLIT_WORDS)
         a_near = Copies(W, lambda i: kept_copy(m, f"l2_addr_{i}", A, copy_updates))
+        # (which region the issue reads, in a kept copy beside each address copy, since an operand
+        # bank holds both: L2.operand_row; l_weight's updates, the last above first)
+        high_first = l2.high == "weight"
+        high_near = Copies(W, lambda i: kept_copy(m, f"l_high_{i}", 1, [
+            (starts_load, ld.ld_in ^ high_first), (issuing & box_end, to_weights == high_first)]))
         for b in range(W):
             a = a_near.of(b)
             row = wire(m, ((a >> lg) + (b < a[:lg]))[:A] if b < W - 1 else a >> lg, f"bank{b}_row", A)
-            for name, ports in (("input", l2.inputs), ("weight", l2.weights)):
-                rd = ports[b][0]
-                at = pipe(m, row[:len(rd.addr)], f"bank{b}_{name}_row_r") if split else row
-                m.d.comb += [rd.addr.eq(at), rd.en.eq(1)]
+            rd = l2.operands[b][0]
+            at = l2.operand_row(row, high_near.of(b))
+            if split:
+                at = pipe(m, at, f"bank{b}_row_r")
+            m.d.comb += [rd.addr.eq(at), rd.en.eq(1)]
         # The NoC lanes, three cycles after the issue, in register stages: the L2 banks' words
         # (the banks' read latency, then a register of both tensors'); the words of the tensor
         # on the bus rotated to lanes (lane j carries the issue's address + j) in a register;
@@ -376,27 +382,22 @@ class Loader:
         addr_d = a_r
         for k in range(1, 2 + split):
             addr_d = registered(m, addr_d, f"lane_addr_d{k}", A)
-        banked = {name: Signal(8 * W, name=f"noc_banked_{name}") for name in ("input", "weight")}
-        for b in range(W):
-            m.d.sync += [banked["input"][8 * b: 8 * b + 8].eq(l2.inputs[b][0].data),
-                         banked["weight"][8 * b: 8 * b + 8].eq(l2.weights[b][0].data)]
-        # lane j takes bank (address + j) mod W: the banks' words of the tensor on the bus
-        # rotated (common.rotate).  The choices' inputs (the address's low bits, which tensor)
-        # in kept copies, one for each eight banks and eight lanes (and again for the second
-        # half): one register would drive 64 lanes of bytes' choices, ~4,000 LUT inputs a bit
+        banked = [registered(m, l2.operands[b][0].data, f"noc_banked{b}", 8) for b in range(W)]
+        # lane j takes bank (address + j) mod W: the banks' words rotated (common.rotate).  The
+        # choices' input (the address's low bits) in kept copies, one for each eight banks and
+        # eight lanes (and again for the second half): one register would drive 64 lanes of
+        # bytes' choices, ~4,000 LUT inputs a bit
         lane_data = Signal(8 * W, name="lane_data")
         lg_w = (W - 1).bit_length()
-        sel = Copies(W, lambda i: pipe(m, Cat(addr_d[:lg_w], delayed[1 + split]["weight"]), f"lane_sel_d{2 + split}_{i}"))
-        chosen = [wire(m, Mux(sel.of(b)[lg_w], banked["weight"][8 * b: 8 * b + 8],
-                              banked["input"][8 * b: 8 * b + 8]), f"lane_banked{b}", 8) for b in range(W)]
+        sel = Copies(W, lambda i: pipe(m, addr_d[:max(1, lg_w)], f"lane_sel_d{2 + split}_{i}"))
         if split:
             half = (lg_w + 1) // 2
-            mid = rotate(m, chosen, [c[:lg_w] for c in sel], "lane_rot", 8, stages=range(half))
+            mid = rotate(m, banked, [c[:lg_w] for c in sel], "lane_rot", 8, stages=range(half))
             mid = [registered(m, w, f"lane_mid{j}", 8) for j, w in enumerate(mid)]
             sel2 = [pipe(m, c[:lg_w], f"lane_sel_d{3 + split}_{i}") for i, c in enumerate(sel)]
             m.d.sync += lane_data.eq(Cat(*rotate(m, mid, sel2, "lane_rot", 8, stages=range(half, lg_w))))
         else:
-            m.d.sync += lane_data.eq(Cat(*rotate(m, chosen, [c[:lg_w] for c in sel], "lane_rot", 8)))
+            m.d.sync += lane_data.eq(Cat(*rotate(m, banked, [c[:lg_w] for c in sel], "lane_rot", 8)))
         # Busy next cycle, a register: a box taken at the next go (the shift now), an issue
         # next cycle (one now that is not the last, or the box taken now), or one in flight
         last_issue = wire(m, box_end & (l_weight | ~ld.ld_w), "l_last_issue")
