@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Mux, Signal, Value, signed
 
-__all__ = ["COORD", "Copies", "MUL_ECP5_MACRO", "MUL_MODULE", "MUL_VERILOG", "PIPE_MODULE", "PIPE_VERILOG",
+__all__ = ["COORD", "Copies", "NextState", "MUL_ECP5_MACRO", "MUL_MODULE", "MUL_VERILOG", "PIPE_MODULE", "PIPE_VERILOG",
            "READERS_PER_COPY", "by_stride", "kept_copy", "multiply", "rotate", "pipe", "registered", "span", "times",
            "wire"]
 
@@ -230,3 +230,28 @@ def span(n, stride, filt, max_stride: int):
     design's ``max_stride``: ``n * stride`` (:func:`by_stride`) plus ``filt - stride``, the
     difference beside the multiples rather than ``n - 1`` before them."""
     return by_stride(n, stride, max_stride) + (Value.cast(filt) - stride)
+
+
+class NextState:
+    """Next-state wires for some registers: ``nx += stmts`` drives them (the rest of
+    ``stmts`` goes to the sync domain as usual), ``nx[reg]`` is the value ``reg`` takes at the
+    clock edge, and each register keeps its value unless assigned."""
+
+    def __init__(self, m: Module, regs: list):
+        self.m = m
+        self.next = {id(r): Signal.like(r, name=f"{r.name}_next") for r in regs}
+        for r in regs:
+            m.d.comb += self.next[id(r)].eq(r)
+            m.d.sync += r.eq(self.next[id(r)])
+
+    def __getitem__(self, reg):
+        return self.next[id(reg)]
+
+    def __iadd__(self, stmts):
+        for stmt in stmts if isinstance(stmts, (list, tuple)) else [stmts]:
+            target = self.next.get(id(stmt.lhs)) if isinstance(stmt.lhs, Signal) else None
+            if target is not None:
+                self.m.d.comb += target.eq(stmt.rhs)
+            else:
+                self.m.d.sync += stmt
+        return self

@@ -16,7 +16,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, drain_latency, reduction_levels
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, READERS_PER_COPY, pipe, registered, rotate, wire
+from .common import COORD, READERS_PER_COPY, NextState, pipe, registered, rotate, wire
 from .controller import Controller, Product
 from .geometry import Geometry
 from .hostbus import HostBus
@@ -163,7 +163,7 @@ class Drain:
         # The registers the last issue is decided from are written through next-state wires
         # (``nx += ...`` in place of ``m.d.sync += ...``), so whether the drain is busy in the
         # next cycle is a register too (below)
-        nx = _Next(m, [r for r in (x_end, y_end, k_end, more_groups, g0, g1, d_active, d_tail) if isinstance(r, Signal)])
+        nx = NextState(m, [r for r in (x_end, y_end, k_end, more_groups, g0, g1, d_active, d_tail) if isinstance(r, Signal)])
         y_last = wire(m, x_last & y_end, "y_last")
         k_last = wire(m, y_last & k_end, "k_last")
         length = wire(m, Mux(left < lanes, left, lanes), "dr_len", range(lanes + 1))
@@ -388,28 +388,3 @@ def _or(words):
     while len(words) > 1:
         words = [words[i] | words[i + 1] if i + 1 < len(words) else words[i] for i in range(0, len(words), 2)]
     return words[0]
-
-
-class _Next:
-    """Next-state wires for some registers: ``nx += stmts`` drives them (the rest of
-    ``stmts`` goes to the sync domain as usual), ``nx[reg]`` is the value ``reg`` takes at the
-    clock edge, and each register keeps its value unless assigned."""
-
-    def __init__(self, m: Module, regs: list):
-        self.m = m
-        self.next = {id(r): Signal.like(r, name=f"{r.name}_next") for r in regs}
-        for r in regs:
-            m.d.comb += self.next[id(r)].eq(r)
-            m.d.sync += r.eq(self.next[id(r)])
-
-    def __getitem__(self, reg):
-        return self.next[id(reg)]
-
-    def __iadd__(self, stmts):
-        for stmt in stmts if isinstance(stmts, (list, tuple)) else [stmts]:
-            target = self.next.get(id(stmt.lhs)) if isinstance(stmt.lhs, Signal) else None
-            if target is not None:
-                self.m.d.comb += target.eq(stmt.rhs)
-            else:
-                self.m.d.sync += stmt
-        return self

@@ -20,7 +20,7 @@ from costmodel.hwgen_preset.rules import (LOOP_DIMS, ROTATION_SPLIT_WORDS, Ingre
                                          load_latency, slide_extent)
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, Copies, by_stride, kept_copy, pipe, registered, rotate, span, wire
+from .common import COORD, Copies, NextState, by_stride, kept_copy, pipe, registered, rotate, span, wire
 from .controller import Controller, Product
 from .geometry import Geometry
 from .l2 import L2
@@ -229,7 +229,7 @@ class Loader:
         box = {k: wire(m, Mux(l_weight, w_box[k], in_box[k])[:len(in_box[k])], f"box_{k}")
                for k in ("base", "n_outer", "n_inner", "run", "outer_stride", "inner_stride", "outer_row", "inner_row",
                          "phases", "wrap", "col0", "row0")}
-        issuing = wire(m, l_active & ~l_tail, "issuing")
+        issuing = Signal(name="issuing")         # (l_active & ~l_tail, a register: below)
         # (a window's row is one run, written into one L1 row)
         in_window = wire(m, ~l_weight if ing["input"].window_x else Const(0, 1), "l_in_window")
         step = wire(m, Mux(l_weight, chunk_of["weight"]["step"], chunk_of["input"]["step"]), "l_step", range(W + 1))
@@ -239,6 +239,16 @@ class Loader:
         # registers worked out as the counters move, and which way it goes after this issue
         last_chunk, il_zero, ol_zero = (Signal(name=n) for n in ("last_chunk", "l_inner_zero", "l_outer_zero"))
         next_run, next_outer, box_end = (Signal(name=n) for n in ("l_next_run", "l_next_outer", "l_box_end"))
+        # The walk's moves at an issue (the run's next chunk, the next run, the next outer run,
+        # the box's end) are registers worked out a cycle ahead from those flags' next values
+        # (NextState), so the counters' and the address copies' updates choose by a register,
+        # not by logic of the flags after them; each address copy has its own copies of them.
+        nx = NextState(m, [l_active, l_tail, last_chunk, next_run, next_outer, box_end])
+        issuing_next = wire(m, nx[l_active] & ~nx[l_tail], "l_issuing_next")
+        m.d.sync += issuing.eq(issuing_next)
+        move_next = {k: wire(m, issuing_next & v, f"l_move_{k}_next") for k, v in (
+            ("chunk", ~nx[last_chunk]), ("run", nx[next_run]), ("outer", nx[next_outer]), ("box", nx[box_end]))}
+        move = {k: registered(m, v, f"l_move_{k}") for k, v in move_next.items()}
 
         def place(row, col0=0, row0=0):
             """An L1 row of a sliding design's input: ``row`` (whose column and row fields are 0,
@@ -283,7 +293,7 @@ class Loader:
         starts_load = ctl.go_load
         to_weights = wire(m, ~l_weight & ld.ld_w, "l_to_weights")
         # the run's next chunk: the next phase of the word, or the next words
-        with m.If(issuing & ~last_chunk):
+        with m.If(move["chunk"]):
             more = wire(m, ~last_phase, "l_more_phases")
             rem_next = wire(m, Mux(more, rem_r, rem_r - take), "l_rem_next", A)
             # (a sliding design's input row: the next column, modulo M)
@@ -299,53 +309,54 @@ class Loader:
                 return Mux(bx["phases"] - 1 == ph_r, (rem_r <= 2 * tk) & (bx["phases"] == 1),
                            (rem_r <= tk) & (ph_r + 2 == bx["phases"]))
             last_next = wire(m, Mux(l_weight, last_of("weight", w_box), last_of("input", in_box)), "l_last_next")
-            m.d.sync += [last_chunk.eq(last_next), next_run.eq(last_next & ~il_zero),
-                         next_outer.eq(last_next & il_zero & ~ol_zero), box_end.eq(last_next & il_zero & ol_zero)]
-        with m.If(issuing & next_run):              # the next run
+            nx += [last_chunk.eq(last_next), next_run.eq(last_next & ~il_zero),
+                   next_outer.eq(last_next & il_zero & ~ol_zero), box_end.eq(last_next & il_zero & ol_zero)]
+        with m.If(move["run"]):                     # the next run
             nxt_a, nxt_row = run_a_r + box["inner_stride"], next_row(run_row_r, box["inner_row"])
-            m.d.sync += restart(nxt_a, box["run"], nxt_row, il_r - 1, ol_r, fits, il_r == 1, ol_zero, y_r + 1,
-                                col0=box["col0"])
+            nx += restart(nxt_a, box["run"], nxt_row, il_r - 1, ol_r, fits, il_r == 1, ol_zero, y_r + 1,
+                          col0=box["col0"])
             m.d.sync += [run_a_r.eq(nxt_a), run_row_r.eq(nxt_row)]
-        with m.If(issuing & next_outer):            # the next outer run
+        with m.If(move["outer"]):                   # the next outer run
             nxt_a, nxt_row = out_a_r + box["outer_stride"], out_row_r + box["outer_row"]
-            m.d.sync += restart(nxt_a, box["run"], nxt_row, box["n_inner"] - 1, ol_r - 1, fits, one_inner, ol_r == 1,
-                                col0=box["col0"])
+            nx += restart(nxt_a, box["run"], nxt_row, box["n_inner"] - 1, ol_r - 1, fits, one_inner, ol_r == 1,
+                          col0=box["col0"])
             m.d.sync += [run_a_r.eq(nxt_a), out_a_r.eq(nxt_a), run_row_r.eq(nxt_row), out_row_r.eq(nxt_row)]
-        with m.If(issuing & box_end & to_weights):  # the weight box next
-            m.d.sync += first(w_box, "l_w", "weight") + [l_weight.eq(1)]
-        with m.If(issuing & box_end & ~to_weights):     # the end
-            m.d.sync += [l_tail.eq(1), l_weight.eq(0)]
+        with m.If(move["box"] & to_weights):        # the weight box next
+            nx += first(w_box, "l_w", "weight") + [l_weight.eq(1)]
+        with m.If(move["box"] & ~to_weights):       # the end
+            nx += [l_tail.eq(1), l_weight.eq(0)]
         with m.If(l_tail):
-            m.d.sync += [l_tail.eq(0), l_active.eq(0)]
+            nx += [l_tail.eq(0), l_active.eq(0)]
         with m.If(starts_load):                     # the step's first box: inputs, else weights
-            m.d.sync += [l_active.eq(1), l_weight.eq(~ld.ld_in)]
+            nx += [l_active.eq(1), l_weight.eq(~ld.ld_in)]
             with m.If(ld.ld_in):
-                m.d.sync += first(in_box, "l_in", "input", now=True)
+                nx += first(in_box, "l_in", "input", now=True)
             with m.Else():
-                m.d.sync += first(w_box, "l_w", "weight", now=True)
+                nx += first(w_box, "l_w", "weight", now=True)
         # Bank b serves lane (b - addr) mod W: the word at addr + that, in row hi or hi + 1 (hi
         # = addr // W), worked out beside the bank from a kept copy of the chunk's address (one
         # for each eight banks, common.Copies), which takes the same updates as l2_addr (in the
         # same order: the last assignment above wins), its own sum included; from l2_addr
         # itself, the rows' compares (Yosys shares them between the banks) and adds lay on
         # wires across the device
-        def copy_updates(q):
-            return [(starts_load & ld.ld_in, in_box["base"]), (starts_load, w_box["base"]),
-                    (issuing & box_end & to_weights, w_box["base"]),
-                    (issuing & next_outer, (out_a_r + box["outer_stride"])[:A]),
-                    (issuing & next_run, (run_a_r + box["inner_stride"])[:A]),
-                    (issuing & ~last_chunk, (q + Mux(last_phase, box["wrap"], step))[:A])]
-        # A NoC wider than ROTATION_SPLIT_WORDS registers each bank's row beside the bank (a
-        # register for each tensor's): its banks are spread over the device, and a copy's sum
+        def copy_updates(mv):
+            return lambda q: [(starts_load & ld.ld_in, in_box["base"]), (starts_load, w_box["base"]),
+                              (mv["box"] & to_weights, w_box["base"]),
+                              (mv["outer"], (out_a_r + box["outer_stride"])[:A]),
+                              (mv["run"], (run_a_r + box["inner_stride"])[:A]),
+                              (mv["chunk"], (q + Mux(last_phase, box["wrap"], step))[:A])]
+        # A NoC wider than ROTATION_SPLIT_WORDS registers each bank's row beside the bank: its
+        # banks are spread over the device, and a copy's sum
         # on one side of it and its wires to the banks on the other did not fit 10 ns on an
         # ECP5 (a cycle more: rules.load_latency)
         split = int(W > ROTATION_SPLIT_WORDS)
-        a_near = Copies(W, lambda i: kept_copy(m, f"l2_addr_{i}", A, copy_updates))
+        moves_near = Copies(W, lambda i: {k: pipe(m, v, f"l_move_{k}_{i}") for k, v in move_next.items()})
+        a_near = Copies(W, lambda i: kept_copy(m, f"l2_addr_{i}", A, copy_updates(moves_near[i])))
         # (which region the issue reads, in a kept copy beside each address copy, since an operand
         # bank holds both: L2.operand_row; l_weight's updates, the last above first)
         high_first = l2.high == "weight"
         high_near = Copies(W, lambda i: kept_copy(m, f"l_high_{i}", 1, [
-            (starts_load, ld.ld_in ^ high_first), (issuing & box_end, to_weights == high_first)]))
+            (starts_load, ld.ld_in ^ high_first), (moves_near[i]["box"], to_weights == high_first)]))
         for b in range(W):
             a = a_near.of(b)
             row = wire(m, ((a >> lg) + (b < a[:lg]))[:A] if b < W - 1 else a >> lg, f"bank{b}_row", A)
@@ -401,8 +412,8 @@ class Loader:
         # Busy next cycle, a register: a box taken at the next go (the shift now), an issue
         # next cycle (one now that is not the last, or the box taken now), or one in flight
         last_issue = wire(m, box_end & (l_weight | ~ld.ld_w), "l_last_issue")
-        issuing_next = starts_load | (issuing & ~last_issue)
-        continues_next = wire(m, ctl.go_next["load"] | issuing_next | issuing
+        issues_next = starts_load | (issuing & ~last_issue)        # (issuing_next, from fewer terms)
+        continues_next = wire(m, ctl.go_next["load"] | issues_next | issuing
                               | Cat(*[d["valid"] for d in delayed[1:-1]]).any(), "l_continues_next")
         loader = cls(registered(m, continues_next, "l_continues"), lane_data, delayed[-1], delayed[-2], early_len, col)
         loader.continues_next = continues_next      # (for the controller's copies of the register)
