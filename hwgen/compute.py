@@ -110,25 +110,34 @@ class Compute:
         active_next = wire(m, Mux(c_issue, ~all_end, c_active), "c_active_next")
         continues_next = wire(m, (ctl.go_next["compute"] | active_next) & ~all_next, "c_continues_next")
         c_continues = registered(m, continues_next, "c_continues")
-        # The counters and the operand addresses move by kept copies of the end flags, the
-        # last issue's flag and c_active (registers of the same next values): the registers
-        # above reach only the logic that decides the last issue and the engine's "busy next
-        # cycle", which then sits together on the device, not spread among the operand
-        # addresses' registers
-        end_a = {n: pipe(m, end_next[n], f"mac_{n}_end_a") for n in ORDER}
-        all_a = pipe(m, all_next, "mac_all_end_a")
-        issue_a = wire(m, ctl.go_compute | pipe(m, active_next, "c_active_a"), "c_issue_a")
-        wrap_a = wraps(end_a, all_a, "_a")
-        bumps_a = {}
-        with m.If(issue_a):
-            for i, n in enumerate(reversed(ORDER)):
-                bumps_a[n] = wire(m, wrap_a[i] & ~end_a[n], f"c_bump_a_{n}")
-                with m.If(bumps_a[n]):
-                    m.d.sync += mac[n].eq(mac[n] + steps_by[n])
-                with m.Elif(wrap_a[i]):
-                    m.d.sync += mac[n].eq(0)
+        # The counters and the operand addresses move by registers of what happens at the
+        # issue (whether the engine issues; per counter, whether it moves, and whether it
+        # wraps to 0), worked out a cycle ahead from the end flags' next values, a kept set of
+        # them for each group of registers that moves (the counters, and each tensor's bases):
+        # the flags above reach only the logic that decides the last issue and the engine's
+        # "busy next cycle", which then sits together on the device, and each group chooses
+        # by its own registers, not by logic of registers spread among the operand addresses'
+        issue_next = wire(m, ctl.go_next["compute"] | active_next, "c_issue_next")
+        wrap_next = wraps(end_next, all_next, "_n")
+        moves_next = {}
+        for i, n in enumerate(reversed(ORDER)):
+            moves_next[n] = wire(m, issue_next & wrap_next[i] & ~end_next[n], f"c_bump_{n}_next")
+            moves_next[f"{n}_zero"] = wire(m, issue_next & wrap_next[i] & end_next[n], f"c_zero_{n}_next")
+
+        def moves(group, zeros=False):
+            """The issue's moves (``issue``; per counter ``n``, moving ``n``, and with ``zeros``
+            wrapping ``n_zero``), kept registers for one group of the registers they move."""
+            return {"issue": pipe(m, issue_next, f"c_issue_{group}"),
+                    **{k: pipe(m, v, f"c_{k}_{group}") for k, v in moves_next.items() if zeros or "_" not in k}}
+        mv = moves("mac", zeros=True)
+        for n in ORDER:
+            with m.If(mv[n]):
+                m.d.sync += mac[n].eq(mac[n] + steps_by[n])
+            with m.Elif(mv[f"{n}_zero"]):
+                m.d.sync += mac[n].eq(0)
+        issue_a = mv["issue"]
         # (the filter position's next value, for the operand offsets' registers: _addresses)
-        f_next = wire(m, Mux(issue_a & bumps_a["f"], mac["f"] + steps_by["f"], Mux(issue_a, 0, mac["f"]))[:COORD],
+        f_next = wire(m, Mux(mv["f"], mac["f"] + steps_by["f"], Mux(mv["issue"], 0, mac["f"]))[:COORD],
                       "mac_f_next", COORD)
         # (a sliding design: where the step's input window starts in its L1, its first column
         # modulo M and its first row modulo M_y, as fields of an address: rules.l1_input_fields)
@@ -146,7 +155,7 @@ class Compute:
             ld_origin = ctl.ahead(m, "ld", "cp_origin", first)
             origin = {"ld": wire(m, Mux(ctl.ld.valid, ld_origin, 0), "cp_origin_next", len(ld_origin)),
                       "cp": ctl.later(m, ld_origin, "cp")}
-        rd_in, rd_w, rd_on, ps_addr = cls._addresses(m, s, g, mac, f_next, rs, issue_a, bumps_a, origin)
+        rd_in, rd_w, rd_on, ps_addr = cls._addresses(m, s, g, mac, f_next, rs, moves, origin)
         # What the PEs are told is registered before the broadcast (its wires reach every PE),
         # the banks of the step computed with it, and again at each PE's input, so they see an
         # issue two cycles after it: the PEs read its operands at t+2, multiply at t+3 and
@@ -186,7 +195,7 @@ class Compute:
         return self._copies[group]
 
     @staticmethod
-    def _addresses(m: Module, s: HwStructure, g: Geometry, mac: dict, f_next, rs, issue, bumps: dict, window=None):
+    def _addresses(m: Module, s: HwStructure, g: Geometry, mac: dict, f_next, rs, moves, window=None):
         """The L1 addresses the counters point at, the same in every PE (its L1 is laid out by
         the largest tile): input ``[c][rows][cols]``, weight ``[k][c][R][S]``, partial sums
         ``[k][y][x]``; the SIMD lanes take filter positions ``f .. f+simd-1``.  The window's
@@ -195,7 +204,8 @@ class Compute:
         (``window``: where the input window starts, of the step in ``ld`` and in ``cp``) an input row is
         ``M`` columns holding column ``x`` at ``x mod M`` (:func:`.rules.slide_extent`), or a
         channel ``M_y`` rows holding row ``y`` at ``y mod M_y``: the address's low fields
-        (:func:`.rules.l1_input_fields`) are counted each modulo its size, apart from the others."""
+        (:func:`.rules.l1_input_fields`) are counted each modulo its size, apart from the others.
+        ``moves(group)``: the issue's moves, registers for each tensor's bases (:meth:`build`)."""
         fields = l1_input_fields(s)
 
         def field_add(a, b):
@@ -224,6 +234,8 @@ class Compute:
         }
         base = {}
         for name, (_, strides) in levels.items():
+            mv = moves(name)
+            issue, bumps = mv["issue"], {n: mv[n] for n in ORDER}
             dims = [n for n in ORDER if n in strides]          # outermost first
             regs = {n: Signal(COORD, name=f"rd_{name}_at_{n}") for n in dims}   # base where n last moved
             cur = regs[dims[-1]]
