@@ -158,12 +158,12 @@ class Compute:
         rd_in, rd_w, rd_on, ps_addr = cls._addresses(m, s, g, mac, f_next, rs, moves, origin)
         # What the PEs are told is registered before the broadcast (its wires reach every PE),
         # the banks of the step computed with it, and again at each PE's input, so they see an
-        # issue two cycles after it: the PEs read its operands at t+2, multiply at t+3 and
-        # write its partial sum at t+4.  The engine is busy only while it issues
+        # issue two cycles after it: the PEs read its operands at t+2, take them into the
+        # multiplier at t+3, multiply at t+4 and write its partial sum at t+5.  The engine is busy only while it issues
         # (COMPUTE_LATENCY 0): the next step's issues follow at the same pace, and the drain of
         # this step waits for the last writes (DRAIN_WAIT; docs/timing.md, "The MAC pipeline")
-        assert TIMING.compute_latency_cycles == 0 and TIMING.drain_wait_cycles == 3, \
-            "a broadcast register at each end and the PE's three-stage MAC (hwgen/pe.py)"
+        assert TIMING.compute_latency_cycles == 0 and TIMING.drain_wait_cycles == 4, \
+            "a broadcast register at each end and the PE's four-stage MAC (hwgen/pe.py)"
 
         def bcast(value, name):
             return registered(m, value, name)

@@ -128,15 +128,15 @@ class Drain:
         first_ext = {d: ctl.ahead(m, "dr", f"dr_first_{d}", *g.pe_tile_stages(LOOP_DIMS.index(d), 0, 0), with_flags)
                      for d in g_ext}
         first = {**{d: e["n"] for d, e in first_ext.items()}, **flags_of(first_ext)}
-        # the drain starts DRAIN_WAIT (3) cycles after go: the last partial sums of its step,
+        # the drain starts DRAIN_WAIT (4) cycles after go: the last partial sums of its step,
         # issued at the end of the slot before, are written before the PEs read them (a cycle
         # after each drain issue: their input register)
-        assert TIMING.drain_wait_cycles == 3
+        assert TIMING.drain_wait_cycles == 4
         # (counted from this slot's go alone: a slot without a drain may last two cycles)
-        go_d1, go_d2, go_d3 = (Signal(name=f"dr_wait_d{k}") for k in (1, 2, 3))
+        go_d1, go_d2, go_d3, go_d4 = (Signal(name=f"dr_wait_d{k}") for k in (1, 2, 3, 4))
         starts = ctl.go_drain
-        m.d.sync += [go_d1.eq(starts), go_d2.eq(go_d1), go_d3.eq(go_d2)]
-        d_issue = wire(m, go_d3 | (d_active & ~d_tail), "d_issue")
+        m.d.sync += [go_d1.eq(starts), go_d2.eq(go_d1), go_d3.eq(go_d2), go_d4.eq(go_d3)]
+        d_issue = wire(m, go_d4 | (d_active & ~d_tail), "d_issue")
         t = s.pe_tile_max
         across = s.drain_across_groups
         psums = [[] for _ in range(lanes)]            # the reduction tree's inputs, per lane
@@ -163,10 +163,13 @@ class Drain:
         # The registers the last issue is decided from are written through next-state wires
         # (``nx += ...`` in place of ``m.d.sync += ...``), so whether the drain is busy in the
         # next cycle is a register too (below)
-        nx = NextState(m, [r for r in (x_end, y_end, k_end, more_groups, g0, g1, d_active, d_tail) if isinstance(r, Signal)])
+        nx = NextState(m, [r for r in (x_end, y_end, k_end, more_groups, g0, g1, d_active, d_tail, left)
+                           if isinstance(r, Signal)])
         y_last = wire(m, x_last & y_end, "y_last")
         k_last = wire(m, y_last & k_end, "k_last")
-        length = wire(m, Mux(left < lanes, left, lanes), "dr_len", range(lanes + 1))
+        # (the run's words: a register of left's next value, not a compare after left, since it
+        # goes to every PE and to the drain's own pipeline)
+        length = registered(m, Mux(nx[left] < lanes, nx[left], lanes), "dr_len", range(lanes + 1))
         g_flag = {d: Signal(name=f"dr_g_{d}_flag") for d in ("K", "Y", "X")}   # the group's extents' flags
         g_near = {d: Signal(name=f"dr_g_{d}_near") for d in ("K", "Y", "X")}
         # the output address, counted: ``base`` (the step's first output, a register of the dr
@@ -270,7 +273,7 @@ class Drain:
                     m.d.sync += [regs[d].eq(value[d]) for d in regs]
         final_n = x_last_n & nx[y_end] & nx[k_end] & ~more_n & ~ok1_n & ~ok0_n
         run_n = nx[d_active] & ~nx[d_tail]
-        continues_next = wire(m, ctl.go_next["drain"] | starts | go_d1 | ((go_d2 | run_n) & ~final_n),
+        continues_next = wire(m, ctl.go_next["drain"] | starts | go_d1 | go_d2 | ((go_d3 | run_n) & ~final_n),
                               "dr_continues_next")
         continues = registered(m, continues_next, "dr_continues")
         out_addr = wire(m, (base + rel + dx)[:OB], "out_addr", OB)

@@ -195,14 +195,17 @@ def test_timing_constants_the_rtl_cannot_build_are_refused():
 def test_simd_lanes_share_the_filter_window():
     layer = Conv2D("c", K=4, C=4, Y=6, X=6, R=3, S=3)
     df = resolve_dataflow("xp", layer, TINY)
-    cycles = {}
+    cycles, computing = {}, {}
     for lanes in (1, 2, 3, 9):
         hw = replace(TINY, simd_lanes=lanes, noc=(NoCLevel(8, 1),))
         s, t, f = hwgen_layer(df, layer, hw)
         # one 3x3 window per step, and the MAC's last write (COMPUTE_LATENCY)
         assert f["compute_cycles"] == f["steps"] * (-(-9 // lanes) + TIMING.compute_latency_cycles)
-        cycles[lanes] = f["cycles"]
-    assert cycles[1] > cycles[2] > cycles[3] >= cycles[9]
+        cycles[lanes], computing[lanes] = f["cycles"], f["compute_cycles"]
+    assert computing[1] > computing[2] > computing[3] > computing[9]
+    # (from two lanes on, a step's five or fewer issues are shorter than another engine's part
+    # of its slot, which then bounds it: the layer takes no longer, and no shorter)
+    assert cycles[1] > cycles[2] >= cycles[3] >= cycles[9]
 
 
 def test_preset_repeats_groups_and_batches():

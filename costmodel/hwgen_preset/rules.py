@@ -56,9 +56,10 @@ class TimingConstants:
     #                                 them and whose rotation is two halves, each registered
     #                                 (load_latency)
     compute_latency_cycles: int = 0  # the engine is busy only while it issues: the MAC pipeline
-    #                                  (a broadcast register at each end, read L1, multiply,
-    #                                  accumulate) overlaps the next step's issues (drain_wait_cycles)
-    drain_wait_cycles: int = 3      # a step's drain starts three cycles after its slot's go: the
+    #                                  (a broadcast register at each end, read L1, into the
+    #                                  multiplier, multiply, accumulate) overlaps the next step's
+    #                                  issues (drain_wait_cycles)
+    drain_wait_cycles: int = 4      # a step's drain starts four cycles after its slot's go: the
     #                                 last partial sums of the step are written by then
     drain_latency_cycles: int = 4   # the PEs' input register, their words selected (a register),
     #                                 the reduction tree (a register a level), moved to the L2 banks
