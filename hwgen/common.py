@@ -84,12 +84,13 @@ class Copies(list):
         return self[reader * len(self) // self.count]
 
 
-def kept_copy(m: Module, name: str, shape, updates) -> Signal:
+def kept_copy(m: Module, name: str, shape, updates, q: Signal | None = None) -> Signal:
     """A register that synthesis keeps apart from its twin, which takes the same ``updates``
     (``(condition, value)`` pairs, the first true one taken; else it holds): a copy of a
     register for one group of its readers, so the twin's fanout stays with its own.  ``updates``
-    may be a function of the copy (an update that adds to the register adds to its own copy)."""
-    q = Signal(shape, name=name)
+    may be a function of the copy (an update that adds to the register adds to its own copy).
+    ``q``: a signal made before the updates could be (the copy is then that signal)."""
+    q = Signal(shape, name=name) if q is None else q
     if callable(updates):
         updates = updates(q)
     d = q

@@ -103,7 +103,10 @@ class Controller:
             next one until two cycles later (``hold``), so it is right whenever it is read."""
             return registered(m, expr, name)
 
-        new_in = settled(~ld.valid | tensor_differs(pre, ld, TENSOR_LOOP_DIMS["input"]), "new_in")
+        # (ld.valid as these flags read it: a kept copy beside them, below, since ld.valid's own
+        # register reaches logic across the device)
+        ld_valid = Signal(name="ld_valid_cmp")
+        new_in = settled(~ld_valid | tensor_differs(pre, ld, TENSOR_LOOP_DIMS["input"]), "new_in")
         # along which axis the input's window in pre slid from ld's (rules.slides): the same
         # positions along the input's other loop dims, the start along the axis past ld's (b0
         # then r1, compared as a pair: b0 is a multiple of the level-0 tile, r1 below it), at a
@@ -118,9 +121,9 @@ class Controller:
                 stride = g.stride_x if d == "X" else g.stride_y
                 narrow = g.static(stride < (g.S if d == "X" else g.R), f"slide_narrow_{d}", 1)
                 others = [o for o in TENSOR_LOOP_DIMS["input"] if o != d]
-                self.slide_pre[d] = settled(ld.valid & narrow & ~tensor_differs(pre, ld, others) & forward,
+                self.slide_pre[d] = settled(ld_valid & narrow & ~tensor_differs(pre, ld, others) & forward,
                                             f"slide_pre_{d}")
-        new_w = settled(~ld.valid | tensor_differs(pre, ld, TENSOR_LOOP_DIMS["weight"]), "new_w")
+        new_w = settled(~ld_valid | tensor_differs(pre, ld, TENSOR_LOOP_DIMS["weight"]), "new_w")
         ld_ends = settled(~pre.valid | tensor_differs(pre, ld, OUTPUT_DIMS), "ld_ends")
         # whether the step in cp ends its output tile (~ld.valid | ld's output tile differs from
         # cp's): a register that takes ``ld_ends`` at the shift (the pair moves on as (ld, cp)),
@@ -153,6 +156,8 @@ class Controller:
         self._ready_next = wire(m, self._ready_terms & ~self.shift, "ready_next")
         self._n_staged = 0
         shift_odo = self.shift_copy("odo", also=more)
+        # (ld.valid's updates below, start's last: the first true one here)
+        kept_copy(m, ld_valid.name, 1, [(start, 0), (self.shift_copy("ld_valid"), pre.valid)], q=ld_valid)
         m.d.sync += hold.eq(start | self.shift)
         # each engine's go: the shift, with work for it in the step moving in (the engines read
         # these for whether they are busy next cycle)
