@@ -128,14 +128,13 @@ class Compute:
             """The issue's moves (``issue``; per counter ``n``, moving ``n``, and with ``zeros``
             wrapping ``n_zero``), kept registers for one group of the registers they move."""
             return {"issue": pipe(m, issue_next, f"c_issue_{group}"),
-                    **{k: pipe(m, v, f"c_{k}_{group}") for k, v in moves_next.items() if zeros or "_" not in k}}
+                    **{k: pipe(m, v, f"c_{k}_{group}") for k, v in moves_next.items() if zeros or k in ORDER}}
         mv = moves("mac", zeros=True)
         for n in ORDER:
             with m.If(mv[n]):
                 m.d.sync += mac[n].eq(mac[n] + steps_by[n])
             with m.Elif(mv[f"{n}_zero"]):
                 m.d.sync += mac[n].eq(0)
-        issue_a = mv["issue"]
         # (the filter position's next value, for the operand offsets' registers: _addresses)
         f_next = wire(m, Mux(mv["f"], mac["f"] + steps_by["f"], Mux(mv["issue"], 0, mac["f"]))[:COORD],
                       "mac_f_next", COORD)
@@ -159,15 +158,15 @@ class Compute:
         # What the PEs are told is registered before the broadcast (its wires reach every PE),
         # the banks of the step computed with it, and again at each PE's input, so they see an
         # issue two cycles after it: the PEs read its operands at t+2, take them into the
-        # multiplier at t+3, multiply at t+4 and write its partial sum at t+5.  The engine is busy only while it issues
-        # (COMPUTE_LATENCY 0): the next step's issues follow at the same pace, and the drain of
+        # multiplier at t+3, multiply at t+4 and write its partial sum at t+5.  The engine is
+        # busy only while it issues (COMPUTE_LATENCY 0): the next step's issues follow at the same pace, and the drain of
         # this step waits for the last writes (DRAIN_WAIT; docs/timing.md, "The MAC pipeline")
         assert TIMING.compute_latency_cycles == 0 and TIMING.drain_wait_cycles == 4, \
             "a broadcast register at each end and the PE's four-stage MAC (hwgen/pe.py)"
 
         def bcast(value, name):
             return registered(m, value, name)
-        issue_r = bcast(issue_a, "c_issue_r")
+        issue_r = bcast(mv["issue"], "c_issue_r")
         raw = {"rd_in": rd_in, "rd_w": rd_w, "bank_in": cp.bank_in, "bank_w": cp.bank_w}
         banks = {name: bcast(getattr(cp, name), f"cp_{name}_r") for name in ("bank_in", "bank_w", "bank_ps")}
         rd_in = [bcast(a, f"rd_in{j}_r") for j, a in enumerate(rd_in)]

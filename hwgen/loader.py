@@ -366,8 +366,7 @@ class Loader:
                 at = pipe(m, at, f"bank{b}_row_r")
             m.d.comb += [rd.addr.eq(at), rd.en.eq(1)]
         # The NoC lanes, three cycles after the issue, in register stages: the L2 banks' words
-        # (the banks' read latency, then a register of both tensors'); the words of the tensor
-        # on the bus rotated to lanes (lane j carries the issue's address + j) in a register;
+        # (the banks' read latency, then a register); the words rotated to lanes (lane j carries the issue's address + j) in a register;
         # the lanes broadcast to the PEs, each of which registers them at its input and writes
         # its words into its L1 the cycle after: the broadcast's wires run from register to
         # register.  What the PEs need to write them comes with the lanes, registered alike.
@@ -412,7 +411,9 @@ class Loader:
         # Busy next cycle, a register: a box taken at the next go (the shift now), an issue
         # next cycle (one now that is not the last, or the box taken now), or one in flight
         last_issue = wire(m, box_end & (l_weight | ~ld.ld_w), "l_last_issue")
-        issues_next = starts_load | (issuing & ~last_issue)        # (issuing_next, from fewer terms)
+        # (issuing_next's value from registers alone, not through the walk's next-state logic:
+        # continues_next goes to the controller's copies across the device)
+        issues_next = starts_load | (issuing & ~last_issue)
         continues_next = wire(m, ctl.go_next["load"] | issues_next | issuing
                               | Cat(*[d["valid"] for d in delayed[1:-1]]).any(), "l_continues_next")
         loader = cls(registered(m, continues_next, "l_continues"), lane_data, delayed[-1], delayed[-2], early_len, col)

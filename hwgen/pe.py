@@ -215,7 +215,7 @@ class PE(wiring.Component):
     # ---- partial sums: two buffers (the compute engine accumulates into one while the drain reads
     # and clears the other), each word read, added to the product and written in one cycle
     # (stage 4), or read (and cleared) by the drain ---------------------------------------------
-    def _psums_in_registers(self, m: Module, mac, bank1, addr1, drain) -> None:
+    def _psums_in_registers(self, m: Module, mac, bank_pre, addr_pre, drain) -> None:
         """Each partial sum a register: for a tile of one row a drain run, which the drain reads
         whole in one cycle (``drain_lanes`` words, the row), or of runs that do not divide it."""
         n_out, L, t = self.words["output"], self.drain_lanes, self.tile
@@ -224,8 +224,8 @@ class PE(wiring.Component):
         # address, so no register reaches all 32 bits' muxes, the adder's inputs)
         slices = []
         for j in range(4):
-            k = pipe(m, bank1, f"ps_old_k{j}")
-            a = pipe(m, addr1, f"ps_old_a{j}") if n_out > 1 else None
+            k = pipe(m, bank_pre, f"ps_old_k{j}")
+            a = pipe(m, addr_pre, f"ps_old_a{j}") if n_out > 1 else None
             words = [[w[8 * j: 8 * j + 8] for w in psums[b]] for b in range(2)]
             slices.append(Mux(k, words[1][0], words[0][0]) if a is None
                           else Mux(k, pick(words[1], a), pick(words[0], a)))
@@ -267,7 +267,7 @@ class PE(wiring.Component):
                 with m.Elif(written & (mac.bank == b)):
                     m.d.sync += psums[b][i].eq(total)
 
-    def _psums_in_ram(self, m: Module, mac, bank1, addr1, drain) -> None:
+    def _psums_in_ram(self, m: Module, mac, bank_pre, addr_pre, drain) -> None:
         """The partial sums in LUT RAM (a memory with an asynchronous read port and a write port,
         which synthesis maps to distributed RAM: an ECP5's 16x4 cells, a Xilinx's RAM32M/64M),
         one for each buffer and drain lane: word ``i`` (``i = row * L + j``, ``L`` the drain's
@@ -298,7 +298,7 @@ class PE(wiring.Component):
             # register, the write's a choice of two, ahead of the read, add and write)
             here = self.dr_en & (self.dr_bank == b)
             drained = pipe(m, here, f"dr_here{b}")
-            rd_row = pipe(m, Mux(here, self.dr_addr[lg:lg + rbits], addr1[lg:lg + rbits]), f"ps_rd_row{b}")
+            rd_row = pipe(m, Mux(here, self.dr_addr[lg:lg + rbits], addr_pre[lg:lg + rbits]), f"ps_rd_row{b}")
             for j, mem in enumerate(mems[b]):
                 m.submodules[f"psum{b}_{j}"] = mem
                 rp = mem.read_port(domain="comb")
@@ -314,8 +314,8 @@ class PE(wiring.Component):
         # lane, so no register reaches all 32 bits' muxes)
         slices = []
         for k in range(4):
-            sel = Cat(pipe(m, addr1[:lg], f"ps_old_l{k}"), pipe(m, bank1, f"ps_old_k{k}")) if L > 1 else \
-                pipe(m, bank1, f"ps_old_k{k}")
+            sel = Cat(pipe(m, addr_pre[:lg], f"ps_old_l{k}"), pipe(m, bank_pre, f"ps_old_k{k}")) if L > 1 else \
+                pipe(m, bank_pre, f"ps_old_k{k}")
             words = [data[b][j][8 * k: 8 * k + 8] for b in range(2) for j in range(L)]
             slices.append(pick(words, sel))
         ps_old = wire(m, Cat(*slices), "ps_old", signed(32))
@@ -382,9 +382,8 @@ class PE(wiring.Component):
         # (Stage 2 is a wire to the multiplier: an FPGA's multiplier blocks stand in a few rows,
         # and on a full device a PE's may be placed far from its L1; on small, 64 PEs on an
         # LFE5U-85F, the L1 read and the wire to the block did not fit 10 ns together.)
-        # The next step's issue overlaps stages 2 and 3 (it reads operands only); the compute
-        # engine stays busy one cycle after its last issue, and the one write that lands in the
-        # next slot (the last issue's) lands before the drain reads (below).
+        # The next step's issues follow its last issue's stages at the same pace (each stage
+        # carries its issue's buffers), and the last writes land before the drain reads (below).
         rd_on = pipe(m, self.rd_on, "rd_on_r")
         if self.simd == 1:
             # one lane: the operands (the input's 0 off the filter) and the product are the
