@@ -86,7 +86,9 @@ class Compute:
                 inner.append(ends[n])
                 wrap.append(wire(m, Cat(*inner).all(), f"c_wrap{tag}_{n}"))
             return wrap + [last]
-        c_wrap = wraps(end_r, all_end, "")
+        # (which counters wrap at this issue: registers of the same ANDs of the end flags' next
+        # values, below, so a counter's end flag takes one choice after the registers)
+        c_wrap = [Const(1)] + [Signal(name=f"c_wrap_{n}") for n in reversed(ORDER[1:])] + [all_end]
         bumps = {}                    # the counter that moves at this issue (the ones inside it wrap)
         end_next = {}
         idle_or_last = wire(m, ~c_issue | all_end, "c_idle_or_last")
@@ -119,6 +121,7 @@ class Compute:
         # by its own registers, not by logic of registers spread among the operand addresses'
         issue_next = wire(m, ctl.go_next["compute"] | active_next, "c_issue_next")
         wrap_next = wraps(end_next, all_next, "_n")
+        m.d.sync += [r.eq(v) for r, v in zip(c_wrap[1:-1], wrap_next[1:-1])]
         moves_next = {}
         for i, n in enumerate(reversed(ORDER)):
             moves_next[n] = wire(m, issue_next & wrap_next[i] & ~end_next[n], f"c_bump_{n}_next")
@@ -158,11 +161,12 @@ class Compute:
         # What the PEs are told is registered before the broadcast (its wires reach every PE),
         # the banks of the step computed with it, and again at each PE's input, so they see an
         # issue two cycles after it: the PEs read its operands at t+2, take them into the
-        # multiplier at t+3, multiply at t+4 and write its partial sum at t+5.  The engine is
-        # busy only while it issues (COMPUTE_LATENCY 0): the next step's issues follow at the same pace, and the drain of
+        # multiplier at t+3, multiply at t+4, register the product beside the partial sums at
+        # t+5 and write the partial sum at t+6.  The engine is busy only while it issues
+        # (COMPUTE_LATENCY 0): the next step's issues follow at the same pace, and the drain of
         # this step waits for the last writes (DRAIN_WAIT; docs/timing.md, "The MAC pipeline")
-        assert TIMING.compute_latency_cycles == 0 and TIMING.drain_wait_cycles == 4, \
-            "a broadcast register at each end and the PE's four-stage MAC (hwgen/pe.py)"
+        assert TIMING.compute_latency_cycles == 0 and TIMING.drain_wait_cycles == 5, \
+            "a broadcast register at each end and the PE's five-stage MAC (hwgen/pe.py)"
 
         def bcast(value, name):
             return registered(m, value, name)

@@ -9,6 +9,8 @@ dimension spread across them), and the run is added into the ``W``-banked output
 
 from __future__ import annotations
 
+import functools
+import operator
 from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
@@ -128,15 +130,16 @@ class Drain:
         first_ext = {d: ctl.ahead(m, "dr", f"dr_first_{d}", *g.pe_tile_stages(LOOP_DIMS.index(d), 0, 0), with_flags)
                      for d in g_ext}
         first = {**{d: e["n"] for d, e in first_ext.items()}, **flags_of(first_ext)}
-        # the drain starts DRAIN_WAIT (4) cycles after go: the last partial sums of its step,
+        # the drain starts DRAIN_WAIT (5) cycles after go: the last partial sums of its step,
         # issued at the end of the slot before, are written before the PEs read them (a cycle
-        # after each drain issue: their input register)
-        assert TIMING.drain_wait_cycles == 4
+        # after each drain issue: their input register; compute.py asserts the MAC's stages)
+        wait = TIMING.drain_wait_cycles
+        assert wait >= 2
         # (counted from this slot's go alone: a slot without a drain may last two cycles)
-        go_d1, go_d2, go_d3, go_d4 = (Signal(name=f"dr_wait_d{k}") for k in (1, 2, 3, 4))
+        go_d = [Signal(name=f"dr_wait_d{k}") for k in range(1, wait + 1)]
         starts = ctl.go_drain
-        m.d.sync += [go_d1.eq(starts), go_d2.eq(go_d1), go_d3.eq(go_d2), go_d4.eq(go_d3)]
-        d_issue = wire(m, go_d4 | (d_active & ~d_tail), "d_issue")
+        m.d.sync += [r.eq(prev) for r, prev in zip(go_d, [starts] + go_d[:-1])]
+        d_issue = wire(m, go_d[-1] | (d_active & ~d_tail), "d_issue")
         t = s.pe_tile_max
         across = s.drain_across_groups
         psums = [[] for _ in range(lanes)]            # the reduction tree's inputs, per lane
@@ -163,7 +166,9 @@ class Drain:
         # The registers the last issue is decided from are written through next-state wires
         # (``nx += ...`` in place of ``m.d.sync += ...``), so whether the drain is busy in the
         # next cycle is a register too (below)
-        nx = NextState(m, [r for r in (x_end, y_end, k_end, more_groups, g0, g1, d_active, d_tail, left)
+        OB = max(1, top.l2_words["output"].bit_length())
+        rel, k_rel, grp, g0_rel = (Signal(OB, name=n) for n in ("dr_rel", "dr_k_rel", "dr_grp", "dr_g0_rel"))
+        nx = NextState(m, [r for r in (x_end, y_end, k_end, more_groups, g0, g1, d_active, d_tail, left, rel, dx)
                            if isinstance(r, Signal)])
         y_last = wire(m, x_last & y_end, "y_last")
         k_last = wire(m, y_last & k_end, "k_last")
@@ -176,7 +181,6 @@ class Drain:
         # descriptor: Controller.ahead) + ``rel`` (the run's row from it) + dx, where ``rel``
         # restarts from ``k_rel`` (the group's row of this k) and ``k_rel`` from ``grp`` (the
         # group's first word; ``g0_rel`` its g0 part)
-        OB = max(1, top.l2_words["output"].bit_length())
         dydx = g.static_product(D["Y"], D["X"], "out_plane", OB)
         dim_stride = {"K": dydx, "Y": D["X"][:OB], "X": Const(1, OB)}
 
@@ -196,7 +200,6 @@ class Drain:
         unit_step = [(g.static(T[:OB], f"out_unit{lv}", OB) if d == "X" else
                       g.static_product(T, dydx if d == "K" else D["X"], f"out_unit{lv}", OB)) if d in dim_stride
                      else Const(0, OB) for lv, (T, d) in enumerate(((T0s, sp0), (T1s, sp1)))]
-        rel, k_rel, grp, g0_rel = (Signal(OB, name=n) for n in ("dr_rel", "dr_k_rel", "dr_grp", "dr_g0_rel"))
         # the PE's L1 address of the run, counted likewise: ``loc`` = (dk * tY + dy) * tX + dx
         # (dk * tY + dy across groups, where dx counts groups), ``loc_k`` its value at dy = dx = 0;
         # dx moves by ``lanes``, so when they divide tX every run starts at a multiple of them
@@ -273,10 +276,14 @@ class Drain:
                     m.d.sync += [regs[d].eq(value[d]) for d in regs]
         final_n = x_last_n & nx[y_end] & nx[k_end] & ~more_n & ~ok1_n & ~ok0_n
         run_n = nx[d_active] & ~nx[d_tail]
-        continues_next = wire(m, ctl.go_next["drain"] | starts | go_d1 | go_d2 | ((go_d3 | run_n) & ~final_n),
-                              "dr_continues_next")
+        # (busy while it waits, and from the cycle before its first issue as a run)
+        continues_next = wire(m, functools.reduce(operator.or_, [ctl.go_next["drain"], starts, *go_d[:-2]])
+                              | ((go_d[-2] | run_n) & ~final_n), "dr_continues_next")
         continues = registered(m, continues_next, "dr_continues")
-        out_addr = wire(m, (base + rel + dx)[:OB], "out_addr", OB)
+        # (the issue's output address, a register of the counters' next values: the L2 banks'
+        # reads are worked out from it in the cycle of the issue; ``base`` is the dr step's,
+        # which holds from go to the next shift, and the drain issues from go + DRAIN_WAIT)
+        out_addr = registered(m, (base + nx[rel] + nx[dx])[:OB], "out_addr", OB)
         # Each lane's words, one per reduction position (the PEs of the other levels' groups
         # are one-hot: an OR of masked words selects the group's), registered; then the
         # reduction tree over the positions, a register after each level (drain_latency).
@@ -333,9 +340,12 @@ class Drain:
         assert latency == 4 + max(levels - 1, 0)
         # Issue d's words: read by the PEs at d + 1 (their input register), selected then
         # (registered), reduced by d + 2 + levels, moved to their banks (registered), added at
-        # d + latency to the L2 words read two cycles before (the banks' latency, then a
-        # register), and written: the read-modify-write is three register stages, so the BRAMs'
-        # clock-to-output, the add and the write are on separate paths.
+        # d + latency to the L2 words read three cycles before (the banks' latency, a register
+        # beside the bank, a register beside the adder), and written: the BRAMs'
+        # clock-to-output (5.7 ns on an ECP5 without the block's own output register, which
+        # Yosys 0.23 does not map), the wire to the adder, the add and the write are on
+        # separate paths.  (The read's row is worked out from the issue's address, a register:
+        # ``out_addr``.)
         issued = [d_issue]
         for k in range(1, latency):
             issued.append(reg(issued[-1], f"dr_issued_d{k}", 1))
@@ -344,7 +354,7 @@ class Drain:
             addr_q.append(reg(addr_q[-1], f"dr_addr_d{k}", OB))
             len_q.append(reg(len_q[-1], f"dr_len_d{k}", range(lanes + 1)))
         rotate_at = 2 + levels                          # the lanes' values are ready then
-        read_at = latency - 2
+        read_at = latency - 3
 
         def bank_row(addr, b):
             return ((addr >> lg) + (b < addr[:lg]))[:OB] if b < banks - 1 else addr >> lg
@@ -371,7 +381,7 @@ class Drain:
             write_en = pipe(m, j < len_q[rotate_at], f"dr_bank_en{b}", 1)
             for k in range(rotate_at + 1, latency):     # (no reduction level: a cycle to wait)
                 moved, write_en = reg(moved, f"dr_bank_value{b}_d{k}"), reg(write_en, f"dr_bank_en{b}_d{k}", 1)
-            old = reg(rd.data, f"dr_old{b}", 32)
+            old = reg(pipe(m, rd.data, f"dr_l2_word{b}", 32), f"dr_old{b}", 32)
             # the bank's rows to read and write (from its copies of the addresses)
             # and whether the accelerator or the host has its ports (a register of its own)
             running = ctl.running_copy(m, f"dr_running{b}")

@@ -185,8 +185,22 @@ class Loader:
                 # (the address after a word's last chunk: past the chunks of the classes left out)
                 box["wrap"] = (Array([Const((c["phases"] + 1 - q) * W, A) for q in range(max_phases + 1)])[p[key]]
                                if c["phases"] > 1 else Const(c["step"], A))
-            return {f"{t}_{k}": Value.cast(box[k])[:n] for t, box in zip(("in", "w"), (in_box, w_box))
-                    for k, n in widths.items()}
+            out = {f"{t}_{k}": Value.cast(box[k])[:n] for t, box in zip(("in", "w"), (in_box, w_box))
+                   for k, n in widths.items()}
+            # and its flags (a run of one chunk, one inner run, one outer run), taken with it at
+            # the shift, so at go the walk's first flags are registers, not compares
+            for t, name in (("in", "input"), ("w", "weight")):
+                bx = {k: out[f"{t}_{k}"] for k in ("run", "phases", "n_inner", "n_outer")}
+                out.update({f"{t}_{k}": f for k, f in zip(FLAGS, flags(bx, name))})
+            return out
+
+        # whether a box's run is one chunk (its words fit one chunk and, with more classes than
+        # lanes, there is one phase), and it has one inner (outer) run
+        FLAGS = ("fits", "one_inner", "one_outer")
+
+        def flags(bx, name):
+            one_chunk = (bx["run"] <= chunk_of[name]["take"]) & (bx["phases"] == 1)
+            return one_chunk, bx["n_inner"] == 1, bx["n_outer"] == 1
 
         widths = {"base": A, "n_outer": COORD, "n_inner": COORD, "run": A, "phases": len(Const(max_phases, range(max_phases + 1))),
                   "wrap": A, "col0": col_bits, "row0": lg_r}
@@ -201,8 +215,8 @@ class Loader:
                 most = s.pe_tile_max["S" if d == "X" else "R"] - 1
                 slide_ofs[d] = g.static(by_stride(coef[c], (filt - stride)[:COORD], most)[:A], f"slide_ofs_{d}", A)
         both = ctl.ahead(m, "ld", "box", starts, extents, spans, boxes)
-        in_box = {k: both[f"in_{k}"] for k in widths}
-        w_box = {k: both[f"w_{k}"] for k in widths}
+        in_box = {k: both[f"in_{k}"] for k in (*widths, *FLAGS)}
+        w_box = {k: both[f"w_{k}"] for k in (*widths, *FLAGS)}
         # the runs' strides: in L2 words (the layout's), and in rows of the PEs' L1 banks
         l1_shift = {name: (i.banks - 1).bit_length() for name, i in ing.items()}
         in_box.update(outer_stride=cfg["in_run_ch"][:A], inner_stride=cfg["in_run_row"][:A],
@@ -243,7 +257,7 @@ class Loader:
         # the box's end) are registers worked out a cycle ahead from those flags' next values
         # (NextState), so the counters' and the address copies' updates choose by a register,
         # not by logic of the flags after them; each address copy has its own copies of them.
-        nx = NextState(m, [l_active, l_tail, last_chunk, next_run, next_outer, box_end])
+        nx = NextState(m, [l_active, l_tail, l_weight, rem_r, ph_r, last_chunk, next_run, next_outer, box_end])
         issuing_next = wire(m, nx[l_active] & ~nx[l_tail], "l_issuing_next")
         m.d.sync += issuing.eq(issuing_next)
         move_next = {k: wire(m, issuing_next & v, f"l_move_{k}_next") for k, v in (
@@ -273,23 +287,26 @@ class Loader:
                     last_chunk.eq(last), il_zero.eq(il0), ol_zero.eq(ol0),
                     next_run.eq(last & ~il0), next_outer.eq(last & il0 & ~ol0), box_end.eq(last & il0 & ol0)]
 
-        # whether a run is one chunk (its words fit one chunk and, with more classes than lanes,
-        # there is one phase), and the box has one inner (outer) run: worked out at ``go`` for
-        # its first run, registered for the runs after it
-        def flags(bx, name):
-            one_chunk = (bx["run"] <= chunk_of[name]["take"]) & (bx["phases"] == 1)
-            return one_chunk, bx["n_inner"] == 1, bx["n_outer"] == 1
+        # (the boxes' flags: registers of the step, taken with its boxes at the shift)
+        fits, one_inner = (Mux(l_weight, w_box[k], in_box[k]) for k in ("fits", "one_inner"))
 
-        kept = {name: [registered(m, f, f"{name}_{k}") for f, k in zip(flags(bx, t), ("fits", "one_inner", "one_outer"))]
-                for name, t, bx in (("l_in", "input", in_box), ("l_w", "weight", w_box))}
-        fits, one_inner, _ = (Mux(l_weight, w, i) for w, i in zip(kept["l_w"], kept["l_in"]))
-
-        def first(bx, name, tensor, now=False):
-            last, il0, ol0 = flags(bx, tensor) if now else kept[name]
+        def first(bx):
             start_row = place(Const(0, COORD), 0, bx["row0"])
-            return restart(bx["base"], bx["run"], start_row, bx["n_inner"] - 1, bx["n_outer"] - 1, last, il0, ol0,
-                           col0=bx["col0"]) + [
+            return restart(bx["base"], bx["run"], start_row, bx["n_inner"] - 1, bx["n_outer"] - 1,
+                           *(bx[k] for k in FLAGS), col0=bx["col0"]) + [
                 run_a_r.eq(bx["base"]), out_a_r.eq(bx["base"]), run_row_r.eq(start_row), out_row_r.eq(start_row)]
+        # Whether the chunk after the next move is the run's last: the word's last phase of the
+        # run's last words (compared before the subtraction: rem - take <= take is rem <= 2
+        # take), for each tensor (its take a constant), then the one loading chosen.  A register
+        # of the words left, the phase and the tensor as they will be (NextState), so that the
+        # move's flags take a register, not a compare of the counters (the step's boxes do not
+        # change while it loads: they are its registers from before go)
+        def last_of(name, bx, rem, ph):
+            tk = chunk_of[name]["take"]
+            return Mux(bx["phases"] - 1 == ph, (rem <= 2 * tk) & (bx["phases"] == 1),
+                       (rem <= tk) & (ph + 2 == bx["phases"]))
+        last_next = registered(m, Mux(nx[l_weight], last_of("weight", w_box, nx[rem_r], nx[ph_r]),
+                                      last_of("input", in_box, nx[rem_r], nx[ph_r])), "l_last_next")
         starts_load = ctl.go_load
         to_weights = wire(m, ~l_weight & ld.ld_w, "l_to_weights")
         # the run's next chunk: the next phase of the word, or the next words
@@ -299,16 +316,9 @@ class Loader:
             # (a sliding design's input row: the next column, modulo M)
             row_next = (Mux(l_weight, row_r + 1, Cat((row_r[:lg_c] + 1)[:lg_c], row_r[lg_c:])) if M
                         else row_r + 1)
-            m.d.sync += [a_r.eq(a_r + Mux(more, step, box["wrap"])), col_r.eq(col_r + W), rem_r.eq(rem_next),
-                         ph_r.eq(Mux(more, ph_r + 1, 0)), row_r.eq(Mux(more | in_window, row_r, row_next))]
-            # whether the next chunk is the run's last: the word's last phase of the run's last
-            # words (compared before the subtraction: rem - take <= take is rem <= 2 take), for
-            # each tensor (its take a constant), then the one loading chosen
-            def last_of(name, bx):
-                tk = chunk_of[name]["take"]
-                return Mux(bx["phases"] - 1 == ph_r, (rem_r <= 2 * tk) & (bx["phases"] == 1),
-                           (rem_r <= tk) & (ph_r + 2 == bx["phases"]))
-            last_next = wire(m, Mux(l_weight, last_of("weight", w_box), last_of("input", in_box)), "l_last_next")
+            m.d.sync += [a_r.eq(a_r + Mux(more, step, box["wrap"])), col_r.eq(col_r + W),
+                         row_r.eq(Mux(more | in_window, row_r, row_next))]
+            nx += [rem_r.eq(rem_next), ph_r.eq(Mux(more, ph_r + 1, 0))]
             nx += [last_chunk.eq(last_next), next_run.eq(last_next & ~il_zero),
                    next_outer.eq(last_next & il_zero & ~ol_zero), box_end.eq(last_next & il_zero & ol_zero)]
         with m.If(move["run"]):                     # the next run
@@ -322,7 +332,7 @@ class Loader:
                           col0=box["col0"])
             m.d.sync += [run_a_r.eq(nxt_a), out_a_r.eq(nxt_a), run_row_r.eq(nxt_row), out_row_r.eq(nxt_row)]
         with m.If(move["box"] & to_weights):        # the weight box next
-            nx += first(w_box, "l_w", "weight") + [l_weight.eq(1)]
+            nx += first(w_box) + [l_weight.eq(1)]
         with m.If(move["box"] & ~to_weights):       # the end
             nx += [l_tail.eq(1), l_weight.eq(0)]
         with m.If(l_tail):
@@ -330,9 +340,9 @@ class Loader:
         with m.If(starts_load):                     # the step's first box: inputs, else weights
             nx += [l_active.eq(1), l_weight.eq(~ld.ld_in)]
             with m.If(ld.ld_in):
-                nx += first(in_box, "l_in", "input", now=True)
+                nx += first(in_box)
             with m.Else():
-                nx += first(w_box, "l_w", "weight", now=True)
+                nx += first(w_box)
         # Bank b serves lane (b - addr) mod W: the word at addr + that, in row hi or hi + 1 (hi
         # = addr // W), worked out beside the bank from a kept copy of the chunk's address (one
         # for each eight banks, common.Copies), which takes the same updates as l2_addr (in the

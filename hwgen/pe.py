@@ -35,7 +35,7 @@ from amaranth.lib.wiring import In, Out
 
 from amaranth.lib.memory import Memory
 
-from costmodel.hwgen_preset.rules import ingress, input_span, l1_shape, l1_words
+from costmodel.hwgen_preset.rules import TIMING, ingress, input_span, l1_shape, l1_words
 
 from .common import multiply, pipe, registered, wire
 
@@ -214,13 +214,13 @@ class PE(wiring.Component):
 
     # ---- partial sums: two buffers (the compute engine accumulates into one while the drain reads
     # and clears the other), each word read, added to the product and written in one cycle
-    # (stage 4), or read (and cleared) by the drain ---------------------------------------------
+    # (stage 5), or read (and cleared) by the drain ---------------------------------------------
     def _psums_in_registers(self, m: Module, mac, bank_pre, addr_pre, drain) -> None:
         """Each partial sum a register: for a tile of one row a drain run, which the drain reads
         whole in one cycle (``drain_lanes`` words, the row), or of runs that do not divide it."""
         n_out, L, t = self.words["output"], self.drain_lanes, self.tile
         psums = [[Signal(signed(32), name=f"output{b}_{i}") for i in range(n_out)] for b in range(2)]
-        # (the partial sum's read: each byte with its own stage-3 copy of the bank and the
+        # (the partial sum's read: each byte with its own stage-4 copy of the bank and the
         # address, so no register reaches all 32 bits' muxes, the adder's inputs)
         slices = []
         for j in range(4):
@@ -294,7 +294,7 @@ class PE(wiring.Component):
         ram_writes = []
         for b in range(2):
             # whether the drain reads this buffer, and the row read: registers, of the drain's
-            # inputs and of the compute engine's stage-2 address (the read's address is then a
+            # inputs and of the compute engine's stage-3 address (the read's address is then a
             # register, the write's a choice of two, ahead of the read, add and write)
             here = self.dr_en & (self.dr_bank == b)
             drained = pipe(m, here, f"dr_here{b}")
@@ -310,7 +310,7 @@ class PE(wiring.Component):
                 m.d.comb += [wp.addr.eq(Mux(sweeping, sweep_row, rd_row)),
                              wp.en.eq(sweeping | cleared | written)]
                 ram_writes.append((wp, sweeping | drained))
-        # (the compute engine's read: each byte chosen by its own stage-3 copy of the bank and
+        # (the compute engine's read: each byte chosen by its own stage-4 copy of the bank and
         # lane, so no register reaches all 32 bits' muxes)
         slices = []
         for k in range(4):
@@ -373,17 +373,23 @@ class PE(wiring.Component):
                 return wire(m, outs[0], tag, signed(8))
             return wire(m, Cat(*outs).word_select(addr[:lg], 8), tag, signed(8))
 
-        # ---- multiply-accumulate: four stages (docs/timing.md, COMPUTE_LATENCY) -----------
+        # ---- multiply-accumulate: five stages (docs/timing.md, COMPUTE_LATENCY) -----------
         # 0. the broadcast registered at the PE's input (its wires run from register to register);
         # 1. read the SIMD lanes' operands from L1 (consecutive filter positions of one window)
         #    into registers beside the L1;  2. one lane: into the multiplier block's input
-        #    registers; more: each lane's product;  3. the product (one lane), or the sum of
-        #    the lanes' products;  4. read, add and write the partial sum.
-        # (Stage 2 is a wire to the multiplier: an FPGA's multiplier blocks stand in a few rows,
-        # and on a full device a PE's may be placed far from its L1; on small, 64 PEs on an
-        # LFE5U-85F, the L1 read and the wire to the block did not fit 10 ns together.)
+        #    registers; more: each lane's product;  3. the product, in the block's output
+        #    register (one lane), or the first levels of the lanes' adder tree;  4. the product
+        #    (or the rest of the tree) in a register beside the partial sums;  5. read, add and
+        #    write the partial sum.
+        # (Stages 2 and 4 are the wires to and from the multiplier: an FPGA's multiplier blocks
+        # stand in a few rows, and on a full device a PE's may be placed far from its L1 and its
+        # partial sums; on small, 64 PEs on an LFE5U-85F, the placer put some blocks 40-94 tiles
+        # away, and neither the L1 read nor the partial sum's add fitted 10 ns with that wire.)
         # The next step's issues follow its last issue's stages at the same pace (each stage
         # carries its issue's buffers), and the last writes land before the drain reads (below).
+        assert TIMING.compute_latency_cycles == 0 and TIMING.drain_wait_cycles == 5, "five stages, then the drain"
+        # (the product of int8 operands, or the sum of the lanes' products, fits this many bits)
+        pw = 16 + (self.simd - 1).bit_length()
         rd_on = pipe(m, self.rd_on, "rd_on_r")
         if self.simd == 1:
             # one lane: the operands (the input's 0 off the filter) and the product are the
@@ -396,7 +402,7 @@ class PE(wiring.Component):
             w_in = read("weight", pipe(m, self.cp_bank_w, "cp_bank_w_r"), pipe(m, self.rd_w_0, "rd_w_r0"), "w_in0")
             x_r = registered(m, Mux(rd_on[0], x_in, 0), "x_r0", signed(8))
             w_r = registered(m, w_in, "w_r0", signed(8))
-            prod_r = multiply(m, x_r, w_r, 32, "prod_r", both_signed=True)
+            prod_m = multiply(m, x_r, w_r, pw, "prod_m", both_signed=True)
         else:
             # (the operands' banks, registered with the addresses)
             bank_in = pipe(m, self.cp_bank_in, "cp_bank_in_r")
@@ -411,12 +417,17 @@ class PE(wiring.Component):
                              w_r[j].eq(read("weight", bank_w, rd_w[j], f"w_in{j}"))]
             m.d.sync += on_r.eq(rd_on)
             products = [registered(m, Mux(on_r[j], x_r[j] * w_r[j], 0), f"prod{j}", signed(17)) for j in range(self.simd)]
-            while len(products) > 1:              # the lanes' adder tree
-                products = [wire(m, products[i] + products[i + 1], "lane_sum", signed(32)) if i + 1 < len(products)
+            # the lanes' adder tree, its first half of levels registered at stage 3, the rest at
+            # stage 4 (with two lanes, their sum, then a copy of it beside the partial sums)
+            levels = (self.simd - 1).bit_length()
+            for level in range(levels):
+                products = [wire(m, products[i] + products[i + 1], "lane_sum", signed(pw)) if i + 1 < len(products)
                             else products[i] for i in range(0, len(products), 2)]
-            prod_r = Signal(signed(32), name="prod_r")
-            m.d.sync += prod_r.eq(products[0])
-        stages = (1, 2, 3)                                          # stage 1, 2, 3 of the issue
+                if level + 1 == (levels + 1) // 2:
+                    products = [registered(m, p, f"lane_sum{level}_{i}", signed(pw)) for i, p in enumerate(products)]
+            prod_m = products[0]
+        prod_r = registered(m, prod_m, "prod_r", signed(pw))
+        stages = (1, 2, 3, 4)                                       # stage 1, 2, 3, 4 of the issue
         we = [Signal(name=f"mac_we{k}") for k in stages]
         addr = [Signal.like(self.ps_addr, name=f"ps_addr{k}") for k in stages]
         bank = [Signal(name=f"ps_bank{k}") for k in stages]
@@ -426,9 +437,9 @@ class PE(wiring.Component):
         m.d.sync += [we[0].eq(mac_en), addr[0].eq(ps_addr), bank[0].eq(bank_ps)]
         m.d.sync += [r[k].eq(r[k - 1]) for r in (we, addr, bank) for k in range(1, len(stages))]
         # What the drain tells the PEs is registered at each PE's input, like the broadcasts
-        # above, so a drain issue reads at d+1: six cycles or more after the step's last MAC
-        # issue e (the drain issues from its go + DRAIN_WAIT, e + 5 or later), whose write
-        # landed at e+5.  (A lane past the row, j >= dr_len, reads a word the drain ignores.)
+        # above, so a drain issue reads at d+1: seven cycles or more after the step's last MAC
+        # issue e (the drain issues from its go + DRAIN_WAIT, e + 6 or later), whose write
+        # landed at e+6.  (A lane past the row, j >= dr_len, reads a word the drain ignores.)
         # (memories register the drain's enable and address per buffer: _psums_in_ram)
         drain = SimpleNamespace(bank=pipe(m, self.dr_bank, "dr_bank_r"), len=pipe(m, self.dr_len, "dr_len_r"))
         mac_write = SimpleNamespace(we=we[-1], addr=addr[-1], bank=bank[-1], prod=prod_r)

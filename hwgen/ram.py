@@ -9,7 +9,7 @@ its depth.
 
 A read of the word written in the same cycle is left undefined (Yosys's ``no_rw_check``): the
 accelerator never needs it (the host writes the inputs and weights only while the accelerator is
-idle, and the loader reads them only while it runs; the drain reads an output word two cycles
+idle, and the loader reads them only while it runs; the drain reads an output word three cycles
 before it writes it back, and no other access to that word falls between; the host bus makes one
 access a cycle), and the logic that would make a block RAM return the old word (an address
 comparison, a copy of the written word and a choice, about 40 LUT4 and 30 flip-flops a block RAM

@@ -70,7 +70,7 @@ def write_report(rows: list[dict], eff: list[dict], out: Path) -> None:
         f"{sum(bool(r['bit_exact']) for r in rows + eff)} bit-exact.**",
         "",
         "Arrays: `tiny8` = `configs/hw/tiny.yaml` (8 PEs, NoC 4 words/cycle); `tiny4` = 4 PEs, NoC 2 "
-        "words/cycle, 2 SIMD lanes per PE; `tiny8-w8` = tiny8 with an 8-word NoC; `tiny8-l1k` = tiny8 with 2 "
+        "words/cycle, 2 SIMD lanes per PE; `tiny4-s3` = tiny4 with 3 SIMD lanes; `tiny8-w8` = tiny8 with an 8-word NoC; `tiny8-l1k` = tiny8 with 2 "
         "KiB of L1 a PE; `small-d2`, `small-d4` = `configs/hw/small.yaml` with `pe_drain_words` 2, 4 (the "
         "drain reads that many partial sums of a PE a cycle, `docs/timing.md`). Dataflow `kcp_x2` is "
         "`configs/dataflows/kcp_x2.yaml` (kcp's shape, other tiles, order and cluster size). Shapes `R*` "

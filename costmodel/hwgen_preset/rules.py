@@ -57,14 +57,15 @@ class TimingConstants:
     #                                 (load_latency)
     compute_latency_cycles: int = 0  # the engine is busy only while it issues: the MAC pipeline
     #                                  (a broadcast register at each end, read L1, into the
-    #                                  multiplier, multiply, accumulate) overlaps the next step's
-    #                                  issues (drain_wait_cycles)
-    drain_wait_cycles: int = 4      # a step's drain starts four cycles after its slot's go: the
+    #                                  multiplier, multiply, the product beside the partial sums,
+    #                                  accumulate) overlaps the next step's issues (drain_wait_cycles)
+    drain_wait_cycles: int = 5      # a step's drain starts five cycles after its slot's go: the
     #                                 last partial sums of the step are written by then
     drain_latency_cycles: int = 4   # the PEs' input register, their words selected (a register),
     #                                 the reduction tree (a register a level), moved to the L2 banks
-    #                                 (a register), and added to the L2 words read two cycles
-    #                                 before (the banks and a register): after the last issue,
+    #                                 (a register), and added to the L2 words read three cycles
+    #                                 before (the banks, a register beside each, a register
+    #                                 beside the adder): after the last issue,
     #                                 4 + max(levels - 1, 0)
     #                                 cycles with ``levels`` of reduction tree (drain_latency)
     start_delay_cycles: int = 3     # the controller starts three cycles after the host's start
