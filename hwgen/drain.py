@@ -124,6 +124,9 @@ class Drain:
         # change only at a shift, after which the drain waits DRAIN_WAIT cycles before its first
         # issue: so the group's end decides from registers, not from choices on the counters
         next_g1_ok, next_g0_ok = Signal(name="dr_next_g1_ok"), Signal(name="dr_next_g0_ok")
+        # (how the walk moves at a group's end: to the next group along level 1, along level 0,
+        # or back to the first, the step's drain done)
+        to_g1, to_g0, to_first = Signal(name="dr_to_g1"), Signal(name="dr_to_g0"), Signal(name="dr_to_first")
         ext_g1 = {d: Signal(w, name=f"dr_next_g1_{d}") for d, w in GROUP_FIELDS} if has_g1 else None
         ext_g0 = {d: Signal(w, name=f"dr_next_g0_{d}") for d, w in GROUP_FIELDS} if has_g0 else None
         # (the dr step's first group: taken at go, below)
@@ -139,7 +142,9 @@ class Drain:
         go_d = [Signal(name=f"dr_wait_d{k}") for k in range(1, wait + 1)]
         starts = ctl.go_drain
         m.d.sync += [r.eq(prev) for r, prev in zip(go_d, [starts] + go_d[:-1])]
-        d_issue = wire(m, go_d[-1] | (d_active & ~d_tail), "d_issue")
+        # (whether it issues: go_d[-1] | (d_active & ~d_tail), a register of their next values,
+        # below, since it reaches every PE)
+        d_issue = Signal(name="d_issue")
         t = s.pe_tile_max
         across = s.drain_across_groups
         psums = [[] for _ in range(lanes)]            # the reduction tree's inputs, per lane
@@ -177,12 +182,14 @@ class Drain:
         length = registered(m, Mux(nx[left] < lanes, nx[left], lanes), "dr_len", range(lanes + 1))
         g_flag = {d: Signal(name=f"dr_g_{d}_flag") for d in ("K", "Y", "X")}   # the group's extents' flags
         g_near = {d: Signal(name=f"dr_g_{d}_near") for d in ("K", "Y", "X")}
-        # the output address, counted: ``base`` (the step's first output, a register of the dr
-        # descriptor: Controller.ahead) + ``rel`` (the run's row from it) + dx, where ``rel``
-        # restarts from ``k_rel`` (the group's row of this k) and ``k_rel`` from ``grp`` (the
-        # group's first word; ``g0_rel`` its g0 part)
+        # the output address, counted: ``rel`` (the run's first word: from ``base``, the step's
+        # first output, a register of the dr descriptor taken at go: Controller.ahead) + dx,
+        # where ``rel`` restarts from ``k_rel`` (the group's row of this k) and ``k_rel`` from
+        # ``grp`` (the group's first word; ``g0_rel`` its g0 part).  The strides the counters add
+        # are static registers, copied beside them (a multiplier block's output is a wire
+        # across the device)
         dydx = g.static_product(D["Y"], D["X"], "out_plane", OB)
-        dim_stride = {"K": dydx, "Y": D["X"][:OB], "X": Const(1, OB)}
+        dim_stride = {"K": pipe(m, dydx, "dr_out_plane", OB), "Y": D["X"][:OB], "X": Const(1, OB)}
 
         def step_start(desc):
             return {n: desc.start[i] for n, i in (("k", 0), ("y", 2), ("x", 3))}
@@ -197,9 +204,9 @@ class Drain:
         base = ctl.ahead(m, "dr", "out_base", step_start, step_terms, lambda t: (t["k"] + t["y"] + t["x"])[:OB])
         T0s = g.T0[sp0] if sp0 is not None else Const(0, COORD)
         T1s = g.T1[sp1] if sp1 is not None else Const(0, COORD)
-        unit_step = [(g.static(T[:OB], f"out_unit{lv}", OB) if d == "X" else
-                      g.static_product(T, dydx if d == "K" else D["X"], f"out_unit{lv}", OB)) if d in dim_stride
-                     else Const(0, OB) for lv, (T, d) in enumerate(((T0s, sp0), (T1s, sp1)))]
+        unit_step = [pipe(m, g.static(T[:OB], f"out_unit{lv}", OB) if d == "X" else
+                          g.static_product(T, dydx if d == "K" else D["X"], f"out_unit{lv}", OB), f"dr_out_unit{lv}", OB)
+                     if d in dim_stride else Const(0, OB) for lv, (T, d) in enumerate(((T0s, sp0), (T1s, sp1)))]
         # the PE's L1 address of the run, counted likewise: ``loc`` = (dk * tY + dy) * tX + dx
         # (dk * tY + dy across groups, where dx counts groups), ``loc_k`` its value at dy = dx = 0;
         # dx moves by ``lanes``, so when they divide tX every run starts at a multiple of them
@@ -229,7 +236,7 @@ class Drain:
                 else:                   # (the same run of groups)
                     nx += dr_local.eq(dr_local + row_words)
             with m.Elif(~k_last):
-                nx += [dy.eq(0), dk.eq(dk + 1), rel.eq(k_rel + dydx), k_rel.eq(k_rel + dydx),
+                nx += [dy.eq(0), dk.eq(dk + 1), rel.eq(k_rel + dim_stride["K"]), k_rel.eq(k_rel + dim_stride["K"]),
                        dr_local.eq(loc_k + k_words), loc_k.eq(loc_k + k_words),
                        k_end.eq(k_near), k_near.eq(dk + 3 >= g_ext["K"]), y_end.eq(g_flag["Y"]), y_near.eq(g_near["Y"])]
                 if across is None:
@@ -243,24 +250,26 @@ class Drain:
             with m.Else():
                 nx += [dx.eq(0), dy.eq(0), dk.eq(0), dr_local.eq(0), loc_k.eq(0)]
                 with m.If(next_g1_ok):
+                    m.d.comb += to_g1.eq(1)
                     nxt = grp + unit_step[1]
                     nx += [g1.eq(g1 + 1), grp.eq(nxt), k_rel.eq(nxt), rel.eq(nxt), hot1.eq(hot1 << 1)]
                     nx += start_group(ext_g1) if has_g1 else []
                 with m.Elif(next_g0_ok):
+                    m.d.comb += to_g0.eq(1)
                     nxt = g0_rel + unit_step[0]
                     nx += [g1.eq(0), g0.eq(g0 + 1), g0_rel.eq(nxt), grp.eq(nxt), k_rel.eq(nxt), rel.eq(nxt),
                            hot1.eq(1), hot0.eq(hot0 << 1)]
                     nx += start_group(ext_g0) if has_g0 else []
                 with m.Else():
-                    nx += [g0.eq(0), g1.eq(0), d_tail.eq(1), hot0.eq(1), hot1.eq(1),
-                           g0_rel.eq(0), grp.eq(0), k_rel.eq(0), rel.eq(0)]
+                    m.d.comb += to_first.eq(1)
+                    nx += [g0.eq(0), g1.eq(0), d_tail.eq(1), hot0.eq(1), hot1.eq(1)]
         with m.Elif(d_tail):
             nx += [d_tail.eq(0), d_active.eq(0)]
         # The step's first group, taken at go (the drain issues nothing then: its last issue
         # was at the shift at the latest, and the next comes DRAIN_WAIT cycles later), from the
         # dr step's registers: the shift, whose fanout is wide, drives none of the drain's logic
         with m.If(ctl.go):
-            nx += start_group(first)
+            nx += start_group(first) + [r.eq(base) for r in (rel, k_rel, grp, g0_rel)]
             if across is not None:
                 nx += [left.eq(groups["n"]), more_groups.eq(groups["more"]), more_near.eq(groups["more2"])]
         # Busy next cycle, a register: a drain starts at the next go (the shift now) or is
@@ -268,22 +277,37 @@ class Drain:
         # registers change only at a shift, after which the drain does not issue)
         x_last_n = nx[x_end] if across is None else Const(1)
         more_n = nx[more_groups] if isinstance(more_groups, Signal) else Const(0)
-        ok1_n, ok0_n = groups_ok(nx[g0][:g0_bits], nx[g1][:g1_bits])
+        # (of the group the walk goes to: worked out for each group it may go to, from the
+        # registers, then one chosen by how the walk moves, so its decision meets a last choice,
+        # not the mux trees over the groups)
+        moves = [(to_first, (Const(0, g0_bits), Const(0, g1_bits)))]
+        if has_g0:
+            moves.append((to_g0, ((g0i + 1)[:g0_bits], Const(0, g1_bits))))
+        if has_g1:
+            moves.append((to_g1, (g0i, (g1i + 1)[:g1_bits])))
+        ok1_n, ok0_n = groups_ok(g0i, g1i)
+        exts_n = next_exts(g0i, g1i)
+        for move, (to0, to1) in moves:
+            ok1_m, ok0_m = groups_ok(to0, to1)
+            ok1_n, ok0_n = Mux(move, ok1_m, ok1_n), Mux(move, ok0_m, ok0_n)
+            exts_n = [None if e is None else {d: Mux(move, e_m[d], e[d]) for d in e}
+                      for e, e_m in zip(exts_n, next_exts(to0, to1))]
+        ok1_n, ok0_n = wire(m, ok1_n, "dr_g1_ok_next"), wire(m, ok0_n, "dr_g0_ok_next")
         if has_g0 or has_g1:
             m.d.sync += [next_g1_ok.eq(ok1_n), next_g0_ok.eq(ok0_n)]
-            for regs, value in zip((ext_g1, ext_g0), next_exts(nx[g0][:g0_bits], nx[g1][:g1_bits])):
+            for regs, value in zip((ext_g1, ext_g0), exts_n):
                 if regs is not None:
                     m.d.sync += [regs[d].eq(value[d]) for d in regs]
         final_n = x_last_n & nx[y_end] & nx[k_end] & ~more_n & ~ok1_n & ~ok0_n
         run_n = nx[d_active] & ~nx[d_tail]
+        m.d.sync += d_issue.eq(go_d[-2] | run_n)
         # (busy while it waits, and from the cycle before its first issue as a run)
         continues_next = wire(m, functools.reduce(operator.or_, [ctl.go_next["drain"], starts, *go_d[:-2]])
                               | ((go_d[-2] | run_n) & ~final_n), "dr_continues_next")
         continues = registered(m, continues_next, "dr_continues")
         # (the issue's output address, a register of the counters' next values: the L2 banks'
-        # reads are worked out from it in the cycle of the issue; ``base`` is the dr step's,
-        # which holds from go to the next shift, and the drain issues from go + DRAIN_WAIT)
-        out_addr = registered(m, (base + nx[rel] + nx[dx])[:OB], "out_addr", OB)
+        # reads are worked out from it in the cycle of the issue)
+        out_addr = registered(m, (nx[rel] + nx[dx])[:OB], "out_addr", OB)
         # Each lane's words, one per reduction position (the PEs of the other levels' groups
         # are one-hot: an OR of masked words selects the group's), registered; then the
         # reduction tree over the positions, a register after each level (drain_latency).

@@ -128,6 +128,9 @@ class Loader:
                 return {"step": W, "take": 1, "phases": i.classes // W}
             return {"step": i.per_pe * i.classes, "take": i.per_pe, "phases": 1}
         chunk_of = {name: chunking(i) for name, i in ing.items()}
+        # (y_rows + rows_extra fits a chunk: y_rows <= take - rows_extra, when rows_extra <= take)
+        rows_over = g.static(rows_extra > chunk_of["input"]["take"], "in_rows_over", 1)
+        rows_room = g.static((chunk_of["input"]["take"] - rows_extra)[:A], "in_rows_room", A)
         max_phases = max(c["phases"] for c in chunk_of.values())
 
         def product_or_static(a, b, static_a: bool, name: str):
@@ -165,12 +168,16 @@ class Loader:
             m1, m2 = mode[1], mode[2]
             in_box = {"base": p["in_base"], "n_outer": Mux(m2, 1, p["c_in"]), "n_inner": Mux(m1 | m2, 1, p["rows"]),
                       "run": Mux(m2, p["c_plane"], Mux(m1, p["y_rows"] + rows_extra, p["cols"])),
-                      "col0": Const(0, col_bits), "row0": Const(0, lg_r)}
+                      "col0": Const(0, col_bits), "row0": Const(0, lg_r),
+                      # (whether the run fits a chunk, compared on each choice: no sum first)
+                      "run_fits": Mux(m2, fit(p["c_plane"], "input"),
+                                      Mux(m1, ~rows_over & (p["y_rows"] <= rows_room), fit(p["cols"], "input")))}
             if sliding_in:      # (a sliding design's input: a row a run, in_mode 0)
                 ofs, col0, row0 = Const(0, A), p["col0"], p["row0"]
                 if M:
                     ofs = Mux(slide["X"], slide_ofs["X"], ofs)
                     in_box["run"] = Mux(slide["X"], p["new_cols"], p["cols"])
+                    in_box["run_fits"] = Mux(slide["X"], fit(p["new_cols"], "input"), fit(p["cols"], "input"))
                     col0 = Mux(slide["X"], col0 + slide_first["X"], col0)
                 if M_y:
                     ofs = Mux(slide["Y"], slide_ofs["Y"], ofs)
@@ -178,7 +185,8 @@ class Loader:
                     row0 = Mux(slide["Y"], row0 + slide_first["Y"], row0)
                 in_box.update(base=p["in_base"] + ofs, col0=col0, row0=row0)
             w_box = {"base": p["w_base"], "n_outer": Mux(w_merge, 1, p["k_w"]), "n_inner": Const(1, COORD),
-                     "run": Mux(w_merge, p["k_crs"], p["c_rs"]), "col0": Const(0, col_bits), "row0": Const(0, lg_r)}
+                     "run": Mux(w_merge, p["k_crs"], p["c_rs"]), "col0": Const(0, col_bits), "row0": Const(0, lg_r),
+                     "run_fits": Mux(w_merge, fit(p["k_crs"], "weight"), fit(p["c_rs"], "weight"))}
             for box, name, key in ((in_box, "input", "in_phases"), (w_box, "weight", "w_phases")):
                 c = chunk_of[name]
                 box["phases"] = p[key]
@@ -189,18 +197,17 @@ class Loader:
                    for k, n in widths.items()}
             # and its flags (a run of one chunk, one inner run, one outer run), taken with it at
             # the shift, so at go the walk's first flags are registers, not compares
-            for t, name in (("in", "input"), ("w", "weight")):
-                bx = {k: out[f"{t}_{k}"] for k in ("run", "phases", "n_inner", "n_outer")}
-                out.update({f"{t}_{k}": f for k, f in zip(FLAGS, flags(bx, name))})
+            # (a run of one chunk: its words fit one chunk and, with more classes than lanes,
+            # there is one phase)
+            for t, box in (("in", in_box), ("w", w_box)):
+                out.update({f"{t}_fits": box["run_fits"] & (out[f"{t}_phases"] == 1),
+                            f"{t}_one_inner": out[f"{t}_n_inner"] == 1, f"{t}_one_outer": out[f"{t}_n_outer"] == 1})
             return out
 
-        # whether a box's run is one chunk (its words fit one chunk and, with more classes than
-        # lanes, there is one phase), and it has one inner (outer) run
         FLAGS = ("fits", "one_inner", "one_outer")
 
-        def flags(bx, name):
-            one_chunk = (bx["run"] <= chunk_of[name]["take"]) & (bx["phases"] == 1)
-            return one_chunk, bx["n_inner"] == 1, bx["n_outer"] == 1
+        def fit(run, name):
+            return run <= chunk_of[name]["take"]
 
         widths = {"base": A, "n_outer": COORD, "n_inner": COORD, "run": A, "phases": len(Const(max_phases, range(max_phases + 1))),
                   "wrap": A, "col0": col_bits, "row0": lg_r}
