@@ -280,20 +280,41 @@ class Drain:
         # (of the group the walk goes to: worked out for each group it may go to, from the
         # registers, then one chosen by how the walk moves, so its decision meets a last choice,
         # not the mux trees over the groups)
-        moves = [(to_first, (Const(0, g0_bits), Const(0, g1_bits)))]
-        if has_g0:
+        if has_g0 and not has_g1:
+            # one level of groups, walked in order: the groups after this one in a queue of
+            # registers, loaded at go from the dr step's per-group registers and moved up one at
+            # each group's end (the next group's extents and whether it exists: its head)
+            fields = [d for d, _ in GROUP_FIELDS]
+            queue = [{**{d: Signal(w, name=f"dr_queue{j}_{d}") for d, w in GROUP_FIELDS},
+                      "ok": Signal(name=f"dr_queue{j}_ok")} for j in range(len(G0) - 1)]
+            for j, entry in enumerate(queue):
+                after = queue[j + 1] if j + 1 < len(queue) else None
+                with m.If(ctl.go):
+                    m.d.sync += [entry[d].eq(per_group[j + 1, 0][0][d]) for d in fields]
+                    m.d.sync += entry["ok"].eq(per_group[j + 1, 0][1])
+                with m.Elif(to_g0):
+                    m.d.sync += [entry[d].eq(after[d] if after is not None else 0) for d in fields]
+                    m.d.sync += entry["ok"].eq(after["ok"] if after is not None else 0)
+            m.d.comb += [ext_g0[d].eq(queue[0][d]) for d in fields] + [next_g0_ok.eq(queue[0]["ok"])]
+            ok1_n = Const(0)
+            ok0_n = wire(m, Mux(to_g0, queue[1]["ok"] if len(queue) > 1 else 0, queue[0]["ok"]), "dr_g0_ok_next")
+            moves = None
+        else:
+            moves = [(to_first, (Const(0, g0_bits), Const(0, g1_bits)))]
+        if moves is not None and has_g0:
             moves.append((to_g0, ((g0i + 1)[:g0_bits], Const(0, g1_bits))))
-        if has_g1:
+        if moves is not None and has_g1:
             moves.append((to_g1, (g0i, (g1i + 1)[:g1_bits])))
-        ok1_n, ok0_n = groups_ok(g0i, g1i)
-        exts_n = next_exts(g0i, g1i)
-        for move, (to0, to1) in moves:
-            ok1_m, ok0_m = groups_ok(to0, to1)
-            ok1_n, ok0_n = Mux(move, ok1_m, ok1_n), Mux(move, ok0_m, ok0_n)
-            exts_n = [None if e is None else {d: Mux(move, e_m[d], e[d]) for d in e}
-                      for e, e_m in zip(exts_n, next_exts(to0, to1))]
-        ok1_n, ok0_n = wire(m, ok1_n, "dr_g1_ok_next"), wire(m, ok0_n, "dr_g0_ok_next")
-        if has_g0 or has_g1:
+        if moves is not None:
+            ok1_n, ok0_n = groups_ok(g0i, g1i)
+            exts_n = next_exts(g0i, g1i)
+            for move, (to0, to1) in moves:
+                ok1_m, ok0_m = groups_ok(to0, to1)
+                ok1_n, ok0_n = Mux(move, ok1_m, ok1_n), Mux(move, ok0_m, ok0_n)
+                exts_n = [None if e is None else {d: Mux(move, e_m[d], e[d]) for d in e}
+                          for e, e_m in zip(exts_n, next_exts(to0, to1))]
+            ok1_n, ok0_n = wire(m, ok1_n, "dr_g1_ok_next"), wire(m, ok0_n, "dr_g0_ok_next")
+        if moves is not None and (has_g0 or has_g1):
             m.d.sync += [next_g1_ok.eq(ok1_n), next_g0_ok.eq(ok0_n)]
             for regs, value in zip((ext_g1, ext_g0), exts_n):
                 if regs is not None:
