@@ -298,14 +298,12 @@ class Drain:
             m.d.comb += [ext_g0[d].eq(queue[0][d]) for d in fields] + [next_g0_ok.eq(queue[0]["ok"])]
             ok1_n = Const(0)
             ok0_n = wire(m, Mux(to_g0, queue[1]["ok"] if len(queue) > 1 else 0, queue[0]["ok"]), "dr_g0_ok_next")
-            moves = None
         else:
             moves = [(to_first, (Const(0, g0_bits), Const(0, g1_bits)))]
-        if moves is not None and has_g0:
-            moves.append((to_g0, ((g0i + 1)[:g0_bits], Const(0, g1_bits))))
-        if moves is not None and has_g1:
-            moves.append((to_g1, (g0i, (g1i + 1)[:g1_bits])))
-        if moves is not None:
+            if has_g0:
+                moves.append((to_g0, ((g0i + 1)[:g0_bits], Const(0, g1_bits))))
+            if has_g1:
+                moves.append((to_g1, (g0i, (g1i + 1)[:g1_bits])))
             ok1_n, ok0_n = groups_ok(g0i, g1i)
             exts_n = next_exts(g0i, g1i)
             for move, (to0, to1) in moves:
@@ -314,8 +312,8 @@ class Drain:
                 exts_n = [None if e is None else {d: Mux(move, e_m[d], e[d]) for d in e}
                           for e, e_m in zip(exts_n, next_exts(to0, to1))]
             ok1_n, ok0_n = wire(m, ok1_n, "dr_g1_ok_next"), wire(m, ok0_n, "dr_g0_ok_next")
-        if moves is not None and (has_g0 or has_g1):
-            m.d.sync += [next_g1_ok.eq(ok1_n), next_g0_ok.eq(ok0_n)]
+            if has_g0 or has_g1:
+                m.d.sync += [next_g1_ok.eq(ok1_n), next_g0_ok.eq(ok0_n)]
             for regs, value in zip((ext_g1, ext_g0), exts_n):
                 if regs is not None:
                     m.d.sync += [regs[d].eq(value[d]) for d in regs]
