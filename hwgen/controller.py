@@ -80,11 +80,14 @@ class Controller:
         starting = [Signal(name=f"starting{k}") for k in range(TIMING.start_delay_cycles)]
         m.d.sync += [starting[0].eq(start_write)] + [starting[k].eq(starting[k - 1]) for k in range(1, len(starting))]
         start = starting[-1]
-        # (busy lasts a cycle past running: so it is a register of terms that are registers
-        # themselves or the start write, whose copies beside the L2 banks (busy_soon) and the
-        # drain's copies of running a cycle late (running_copy) come from no stop logic)
+        # (busy lasts a cycle past running, and is an OR of registers that only it reads, so
+        # the host's start write, which it guards, meets no wire of ``running``: running's first
+        # cycle is ``started`` (start, a cycle late), its others are ``running_d1``.  The copies
+        # of busy beside the L2 banks (busy_soon) and the drain's copies of running a cycle late
+        # (running_copy) come from no stop logic)
+        started = registered(m, start, "started")
         running_d1 = registered(m, self.running, "running_d1")
-        m.d.comb += self.busy.eq(self.running | running_d1 | Cat(*starting).any())
+        m.d.comb += self.busy.eq(Cat(*starting, started, running_d1).any())
         m.d.comb += self.busy_soon.eq((start_write | Cat(*starting).any() | self.running) & ~ResetSignal("sync"))
         pos_b0 = [Signal(COORD, name=f"pos_b0_{d}") for d in LOOP_DIMS]
         pos_r1 = [Signal(COORD, name=f"pos_r1_{d}") for d in LOOP_DIMS]
@@ -249,8 +252,12 @@ class Controller:
                 m.d.sync += [self.running.eq(0), self.done.eq(1)]
         with m.Elif(Cat(*starting[:-1]).any()):     # (the start's delay)
             m.d.sync += self.cycles.eq(self.cycles + 1)
+        # (the count restarts from the start write: it is 0 in the cycle after, 1 in the next,
+        # so its 32 bits are set from the delay's first register, not from the write's decode)
+        with m.If(starting[0]):
+            m.d.sync += self.cycles.eq(1)
         with m.If(start_write):                     # (only while not busy)
-            m.d.sync += [self.cycles.eq(0), self.done.eq(0)]
+            m.d.sync += self.done.eq(0)
         # (a shift never comes with start, nor while not running: these follow the chain above)
         with m.If(self.shift_copy("dr_cp")):
             m.d.sync += [dr.valid.eq(cp.valid), dr.ends.eq(cp_ends), dr.bank_ps.eq(cp.bank_ps)]
