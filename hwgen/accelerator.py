@@ -17,7 +17,7 @@ from amaranth.lib.wiring import In, Out
 from costmodel.hwgen_preset.rules import LOOP_DIMS, host_offset_bits, input_span, l2_address_bits
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, by_stride, registered, span, wire
+from .common import COORD, by_stride, pipe, registered, span, wire
 from .compute import ORDER, PES_PER_OPERAND_COPY, Compute
 from .controller import Controller
 from .drain import Drain
@@ -53,7 +53,9 @@ class Accelerator(wiring.Component):
         s = self.s
         g = Geometry(m, s)
         ctl = Controller.build()
-        m.d.comb += [self.busy.eq(ctl.busy), self.done.eq(ctl.done)]
+        # (the port's busy: a copy of the register, that the pin's placement does not pull the
+        # host bus's guard away from it)
+        m.d.comb += [self.busy.eq(pipe(m, ctl.busy_soon, "busy_port")), self.done.eq(ctl.done)]
         l2 = L2.build(m, self.l2_words, s.noc_words_per_cycle)
         bus = HostBus.build(m, self, g, l2, s.noc_words_per_cycle, ctl.busy, ctl.done, ctl.cycles, ctl.busy_soon)
         template = self.pe()

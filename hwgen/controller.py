@@ -80,15 +80,12 @@ class Controller:
         starting = [Signal(name=f"starting{k}") for k in range(TIMING.start_delay_cycles)]
         m.d.sync += [starting[0].eq(start_write)] + [starting[k].eq(starting[k - 1]) for k in range(1, len(starting))]
         start = starting[-1]
-        # (busy lasts a cycle past running, and is an OR of registers that only it reads, so
-        # the host's start write, which it guards, meets no wire of ``running``: running's first
-        # cycle is ``started`` (start, a cycle late), its others are ``running_d1``.  The copies
-        # of busy beside the L2 banks (busy_soon) and the drain's copies of running a cycle late
-        # (running_copy) come from no stop logic)
-        started = registered(m, start, "started")
-        running_d1 = registered(m, self.running, "running_d1")
-        m.d.comb += self.busy.eq(Cat(*starting, started, running_d1).any())
+        # (busy: starting, running, or the cycle after running; a register of ``busy_soon``, its
+        # next value, so the host's start write, which it guards, meets no wire of ``running``.
+        # Its copies beside the L2 banks and at the output port register busy_soon likewise,
+        # and the drain's copies of running a cycle late (running_copy) come from no stop logic)
         m.d.comb += self.busy_soon.eq((start_write | Cat(*starting).any() | self.running) & ~ResetSignal("sync"))
+        m.d.sync += self.busy.eq(self.busy_soon)
         pos_b0 = [Signal(COORD, name=f"pos_b0_{d}") for d in LOOP_DIMS]
         pos_r1 = [Signal(COORD, name=f"pos_r1_{d}") for d in LOOP_DIMS]
         more = Signal(name="more")

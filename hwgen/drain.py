@@ -275,8 +275,6 @@ class Drain:
         # Busy next cycle, a register: a drain starts at the next go (the shift now) or is
         # waiting, or it issues next cycle and that issue is not its last (the step's group
         # registers change only at a shift, after which the drain does not issue)
-        x_last_n = nx[x_end] if across is None else Const(1)
-        more_n = nx[more_groups] if isinstance(more_groups, Signal) else Const(0)
         # (of the group the walk goes to: worked out for each group it may go to, from the
         # registers, then one chosen by how the walk moves, so its decision meets a last choice,
         # not the mux trees over the groups)
@@ -296,18 +294,19 @@ class Drain:
                     m.d.sync += [entry[d].eq(after[d] if after is not None else 0) for d in fields]
                     m.d.sync += entry["ok"].eq(after["ok"] if after is not None else 0)
             m.d.comb += [ext_g0[d].eq(queue[0][d]) for d in fields] + [next_g0_ok.eq(queue[0]["ok"])]
-            ok1_n = Const(0)
-            ok0_n = wire(m, Mux(to_g0, queue[1]["ok"] if len(queue) > 1 else 0, queue[0]["ok"]), "dr_g0_ok_next")
+            oks_stay = (Const(0), queue[0]["ok"])
+            oks_after = {"g0": (Const(0), queue[1]["ok"] if len(queue) > 1 else Const(0)), "first": oks_stay}
         else:
             moves = [(to_first, (Const(0, g0_bits), Const(0, g1_bits)))]
             if has_g0:
                 moves.append((to_g0, ((g0i + 1)[:g0_bits], Const(0, g1_bits))))
             if has_g1:
                 moves.append((to_g1, (g0i, (g1i + 1)[:g1_bits])))
-            ok1_n, ok0_n = groups_ok(g0i, g1i)
+            ok1_n, ok0_n = oks_stay = groups_ok(g0i, g1i)
             exts_n = next_exts(g0i, g1i)
+            oks_after = {}
             for move, (to0, to1) in moves:
-                ok1_m, ok0_m = groups_ok(to0, to1)
+                ok1_m, ok0_m = oks_after[move.name[len("dr_to_"):]] = groups_ok(to0, to1)
                 ok1_n, ok0_n = Mux(move, ok1_m, ok1_n), Mux(move, ok0_m, ok0_n)
                 exts_n = [None if e is None else {d: Mux(move, e_m[d], e[d]) for d in e}
                           for e, e_m in zip(exts_n, next_exts(to0, to1))]
@@ -317,7 +316,33 @@ class Drain:
             for regs, value in zip((ext_g1, ext_g0), exts_n):
                 if regs is not None:
                     m.d.sync += [regs[d].eq(value[d]) for d in regs]
-        final_n = x_last_n & nx[y_end] & nx[k_end] & ~more_n & ~ok1_n & ~ok0_n
+        # Whether the walk's word after this cycle's move is its last: by how it moves, each
+        # move's flags after it from registers, a sum of products (the AND of the flags'
+        # next-state muxes placed over seven LUTs on small, in the controller's shift's cone).
+        # The walk does not issue at go (above), so at go the groups' flags stay
+        def last(xe, ye, ke, more, oks):
+            return xe & ye & ke & ~more & ~oks[0] & ~oks[1]
+        mg = more_groups
+        x_restarted = g_flag["X"] if across is None else Const(1)
+        issue = d_issue & ~ctl.go
+        moved = [issue & ~x_last & last(x_near, y_end, k_end, mg, oks_stay),
+                 issue & x_last & ~y_end & last(x_restarted, y_near, k_end, mg, oks_stay),
+                 issue & y_last & ~k_end & last(x_restarted, g_flag["Y"], k_near, mg, oks_stay)]
+        at_end = issue & k_last
+        if across is not None:
+            moved.append(at_end & mg & last(Const(1), g_flag["Y"], g_flag["K"], more_near, oks_stay))
+            at_end = at_end & ~mg
+        for ok, ext, key, present in ((next_g1_ok, ext_g1, "g1", has_g1), (next_g0_ok, ext_g0, "g0", has_g0)):
+            if present:
+                moved.append(at_end & ok & last(ext["X_flag"] if across is None else Const(1), ext["Y_flag"],
+                                                ext["K_flag"], mg, oks_after[key]))
+                at_end = at_end & ~ok
+        oks_first = oks_after.get("first", oks_stay) if (has_g0 or has_g1) else oks_stay
+        moved += [at_end & last(x_last, y_end, k_end, mg, oks_first),
+                  ~d_issue & ~ctl.go & last(x_last, y_end, k_end, mg, oks_stay),
+                  ctl.go & last(first["X_flag"] if across is None else Const(1), first["Y_flag"], first["K_flag"],
+                                groups["more"] if across is not None else mg, oks_stay)]
+        final_n = wire(m, Cat(*moved).any(), "dr_final_next")
         run_n = nx[d_active] & ~nx[d_tail]
         m.d.sync += d_issue.eq(go_d[-2] | run_n)
         # (busy while it waits, and from the cycle before its first issue as a run)

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Place (and optionally route) a generated design's whole top level on an ECP5, for timing work
+on designs too large for ``make bench`` to route in minutes (``small`` on an LFE5U-85F: Yosys
+~7 min, placement ~20 min, routing by router2 an hour or more on the 2-core machines).
+
+    python scripts/place_design.py --hw small --l2-bytes 262144 \\
+        --dataflow "kcp(cluster=8,x_tile=14)" --layer conv2d:K=64,C=64,Y=14,X=14,R=3,S=3,pad=1 \\
+        --out build/place-small [--route] [--seed 1]
+
+Each stage writes its file in ``--out`` and is skipped when that file is there (so an interrupted
+run goes on where it stopped; remove the folder to start over): ``design/`` (the emitted
+Verilog), ``netlist.json`` (``synth_ecp5``), ``placed.json`` (nextpnr with ``--no-route``; then
+``sta.txt``, the worst path of each group of late endpoints by ``scripts/placed_sta.py``, and its
+first line printed), ``routed.json`` and ``report.json`` with ``--route`` (router2, from the
+placement; nextpnr's Fmax printed).  nextpnr runs with the flags ``accelgen.synth`` uses for
+``rtl_fmax_mhz`` (only the clock's pin constrained)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from costmodel.base import AccelgenError  # noqa: E402
+from accelgen.synth import (CLOCK_SITE, PNR_TIMING_EFFORT, TARGETS, _DEFINES, _nextpnr_ecp5,  # noqa: E402
+                            nextpnr_missing)
+
+
+def _stage(what: str, out: Path, cmd: list[str], cwd: Path, log: str) -> None:
+    start = time.perf_counter()
+    print(f"place_design: {what} ...", flush=True)
+    with open(out / log, "w") as f:
+        proc = subprocess.run(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT, check=False)
+    if proc.returncode != 0:
+        lines = [l for l in (out / log).read_text().splitlines() if l.strip()]
+        last = next((l for l in reversed(lines) if "ERROR" in l), lines[-1] if lines else "no output")
+        raise AccelgenError(f"{what} failed: {last.strip()} (log: {out / log})")
+    print(f"place_design: {what} done in {time.perf_counter() - start:.0f} s", flush=True)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hw", default="small", help="hardware name or YAML (default: small)")
+    parser.add_argument("--l2-bytes", type=int, help="override the L2 size (small's 1 MiB fits no ECP5)")
+    parser.add_argument("--dataflow", default="kcp(cluster=8,x_tile=14)", help="the dataflow (default: %(default)s)")
+    parser.add_argument("--layer", default="conv2d:K=64,C=64,Y=14,X=14,R=3,S=3,pad=1",
+                        help="the layer that fixes the dataflow's shape (default: %(default)s)")
+    parser.add_argument("--device", default="85k", help="nextpnr-ecp5's device flag (default: 85k)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--route", action="store_true", help="route the placement too (router2)")
+    parser.add_argument("--out", required=True, type=Path, help="work folder")
+    args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except AccelgenError as exc:
+        print(f"place_design: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"place_design: interrupted; finished stages are kept in {args.out}", file=sys.stderr)
+        return 130
+
+
+def _run(args) -> int:
+    from costmodel.dataflow.spec import resolve_dataflow
+    from costmodel.hardware import builtin_hardware
+    from costmodel.workload import parse_layer_spec
+    from hwgen.emit import TOP, emit_design
+
+    missing = nextpnr_missing()
+    if missing:
+        raise AccelgenError(missing)
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    verilog = out / "design" / f"{TOP}.v"
+    if not verilog.exists():
+        hw = builtin_hardware(args.hw)
+        if args.l2_bytes:
+            hw = hw.with_overrides(l2_bytes=args.l2_bytes)
+        layer = parse_layer_spec(args.layer, name="layer")
+        tmp = out / "design.partial"
+        print(f"place_design: {emit_design(hw, lambda l: resolve_dataflow(args.dataflow, l, hw), [layer], tmp)}")
+        tmp.rename(out / "design")
+    if not (out / "netlist.json").exists():
+        _stage("yosys synth_ecp5", out, ["yosys", "-q", "-p", f"read_verilog {_DEFINES['ecp5']} {verilog}; "
+                                          f"{TARGETS['ecp5']} -top {TOP} -json netlist.partial.json; "
+                                          "tee -o yosys_stat.txt stat"], out, "yosys.log")
+        (out / "netlist.partial.json").rename(out / "netlist.json")
+    (out / "clock.lpf").write_text(f'LOCATE COMP "clk" SITE "{CLOCK_SITE}";\nIOBUF PORT "clk" IO_TYPE=LVCMOS33;\n')
+    nextpnr = _nextpnr_ecp5()
+    common = ["--" + args.device, "--package", "CABGA381", "--lpf", "clock.lpf", "--freq", "100",
+              "--timing-allow-fail", "--lpf-allow-unconstrained", "--seed", str(args.seed), *PNR_TIMING_EFFORT]
+    if not (out / "placed.json").exists():
+        _stage("nextpnr placement", out, [nextpnr, "--json", "netlist.json", *common, "--no-route",
+                                          "--write", "placed.partial.json"], out, "place.log")
+        (out / "placed.partial.json").rename(out / "placed.json")
+    if not (out / "sta.txt").exists():
+        sta = subprocess.run([sys.executable, str(ROOT / "scripts" / "placed_sta.py"), "placed.json", "--groups", "40"],
+                             cwd=out, capture_output=True, text=True, check=False)
+        if sta.returncode != 0:
+            raise AccelgenError(f"placed_sta.py failed: {(sta.stderr.strip().splitlines() or ['no output'])[-1]}")
+        (out / "sta.txt").write_text(sta.stdout)
+    print(f"place_design: placed: {(out / 'sta.txt').read_text().splitlines()[0]} (rough: scripts/placed_sta.py)")
+    if args.route and not (out / "report.json").exists():
+        # (the placement's JSON keeps the router it was run with: router2, as accelgen.synth)
+        placed = (out / "placed.json").read_text().replace('"router": "router1"', '"router": "router2"')
+        (out / "placed_r2.json").write_text(placed)
+        _stage("nextpnr routing (router2)", out, [nextpnr, "--json", "placed_r2.json", *common, "--no-place",
+                                                  "--router", "router2", "--report", "report.partial.json",
+                                                  "--write", "routed.json"], out, "route.log")
+        (out / "report.partial.json").rename(out / "report.json")
+    if (out / "report.json").exists():
+        fmax = json.loads((out / "report.json").read_text()).get("fmax", {})
+        print("place_design: routed: " + ", ".join(f"{k} {v.get('achieved', 0):.1f} MHz" for k, v in fmax.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
