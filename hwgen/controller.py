@@ -51,6 +51,7 @@ class Controller:
     slide_pre: dict | None = None   # (after elaborate) "X" / "Y": the input's window in pre slid from ld's (a register)
     pre: Desc | None = None         # (after elaborate) the step after ld
     pos: Desc | None = None         # (after elaborate) the odometer: the step after pre
+    go_walk: Signal | None = None   # (after elaborate) a kept copy of go, for the drain's walk
     go_next: dict | None = None     # (after elaborate) "load" / "compute" / "drain": go_* of the next cycle
     #: ``busy`` a cycle early, from registers and the start write only: a kept copy of it
     #: (:func:`.common.pipe`) is ``busy``, beside the L2 banks whose host writes it gates
@@ -167,6 +168,11 @@ class Controller:
                         "drain": wire(m, go_shift & cp.valid & cp_ends, "go_drain_next")}
         m.d.sync += [self.go_load.eq(self.go_next["load"]), self.go_compute.eq(self.go_next["compute"]),
                      self.go_drain.eq(self.go_next["drain"])]
+        # (go for the drain's walk, which takes the dr step's first group at every go: a kept
+        # copy beside it, equal to ``go``, which is a register of the shift (set at a shift,
+        # cleared in every other running cycle, and the cycle that stops has no shift), so
+        # go's wires across the device are not in its next-state logic)
+        self.go_walk = pipe(m, go_shift & ~ResetSignal("sync"), "go_dr_walk")
 
         # advance of the odometer: each loop's position plus its step and whether that is inside
         # its bound are settled registers; whether the carry reaches the loop (every loop inside

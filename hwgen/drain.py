@@ -141,6 +141,7 @@ class Drain:
         # (counted from this slot's go alone: a slot without a drain may last two cycles)
         go_d = [Signal(name=f"dr_wait_d{k}") for k in range(1, wait + 1)]
         starts = ctl.go_drain
+        go = ctl.go_walk            # (go, a copy beside the walk)
         m.d.sync += [r.eq(prev) for r, prev in zip(go_d, [starts] + go_d[:-1])]
         # (whether it issues: go_d[-1] | (d_active & ~d_tail), a register of their next values,
         # below, since it reaches every PE)
@@ -268,7 +269,7 @@ class Drain:
         # The step's first group, taken at go (the drain issues nothing then: its last issue
         # was at the shift at the latest, and the next comes DRAIN_WAIT cycles later), from the
         # dr step's registers: the shift, whose fanout is wide, drives none of the drain's logic
-        with m.If(ctl.go):
+        with m.If(go):
             nx += start_group(first) + [r.eq(base) for r in (rel, k_rel, grp, g0_rel)]
             if across is not None:
                 nx += [left.eq(groups["n"]), more_groups.eq(groups["more"]), more_near.eq(groups["more2"])]
@@ -287,7 +288,7 @@ class Drain:
                       "ok": Signal(name=f"dr_queue{j}_ok")} for j in range(len(G0) - 1)]
             for j, entry in enumerate(queue):
                 after = queue[j + 1] if j + 1 < len(queue) else None
-                with m.If(ctl.go):
+                with m.If(go):
                     m.d.sync += [entry[d].eq(per_group[j + 1, 0][0][d]) for d in fields]
                     m.d.sync += entry["ok"].eq(per_group[j + 1, 0][1])
                 with m.Elif(to_g0):
@@ -324,7 +325,7 @@ class Drain:
             return xe & ye & ke & ~more & ~oks[0] & ~oks[1]
         mg = more_groups
         x_restarted = g_flag["X"] if across is None else Const(1)
-        issue = d_issue & ~ctl.go
+        issue = d_issue & ~go
         moved = [issue & ~x_last & last(x_near, y_end, k_end, mg, oks_stay),
                  issue & x_last & ~y_end & last(x_restarted, y_near, k_end, mg, oks_stay),
                  issue & y_last & ~k_end & last(x_restarted, g_flag["Y"], k_near, mg, oks_stay)]
@@ -339,8 +340,8 @@ class Drain:
                 at_end = at_end & ~ok
         oks_first = oks_after.get("first", oks_stay) if (has_g0 or has_g1) else oks_stay
         moved += [at_end & last(x_last, y_end, k_end, mg, oks_first),
-                  ~d_issue & ~ctl.go & last(x_last, y_end, k_end, mg, oks_stay),
-                  ctl.go & last(first["X_flag"] if across is None else Const(1), first["Y_flag"], first["K_flag"],
+                  ~d_issue & ~go & last(x_last, y_end, k_end, mg, oks_stay),
+                  go & last(first["X_flag"] if across is None else Const(1), first["Y_flag"], first["K_flag"],
                                 groups["more"] if across is not None else mg, oks_stay)]
         final_n = wire(m, Cat(*moved).any(), "dr_final_next")
         run_n = nx[d_active] & ~nx[d_tail]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -72,6 +73,11 @@ def _run(args) -> int:
     from costmodel.workload import parse_layer_spec
     from hwgen.emit import TOP, emit_design
 
+    hw = builtin_hardware(args.hw)          # (the input first, then the tools)
+    if args.l2_bytes:
+        hw = hw.with_overrides(l2_bytes=args.l2_bytes)
+    layer = parse_layer_spec(args.layer, name="layer")
+    resolve_dataflow(args.dataflow, layer, hw)
     missing = nextpnr_missing()
     if missing:
         raise AccelgenError(missing)
@@ -79,13 +85,11 @@ def _run(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     verilog = out / "design" / f"{TOP}.v"
     if not verilog.exists():
-        hw = builtin_hardware(args.hw)
-        if args.l2_bytes:
-            hw = hw.with_overrides(l2_bytes=args.l2_bytes)
-        layer = parse_layer_spec(args.layer, name="layer")
         tmp = out / "design.partial"
-        print(f"place_design: {emit_design(hw, lambda l: resolve_dataflow(args.dataflow, l, hw), [layer], tmp)}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        summary = emit_design(hw, lambda l: resolve_dataflow(args.dataflow, l, hw), [layer], tmp)
         tmp.rename(out / "design")
+        print(f"place_design: {summary.replace(str(tmp), str(out / 'design'))}")
     if not (out / "netlist.json").exists():
         _stage("yosys synth_ecp5", out, ["yosys", "-q", "-p", f"read_verilog {_DEFINES['ecp5']} {verilog}; "
                                           f"{TARGETS['ecp5']} -top {TOP} -json netlist.partial.json; "

@@ -1,0 +1,74 @@
+"""scripts/placed_sta.py on a hand-made placement (its delays by hand) and
+scripts/place_design.py's one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import placed_sta  # noqa: E402
+
+
+def _cell(kind, bel, conns, dirs):
+    return {"type": kind, "attributes": {"NEXTPNR_BEL": bel}, "connections": conns, "port_directions": dirs}
+
+
+def _placement(lut_at: tuple[int, int], far: tuple[int, int]) -> dict:
+    """FF a (bit 2) -> LUT (bit 3) -> FF b, and FF a -> FF c straight."""
+    ff = {"DI": "input", "Q": "output", "CLK": "input"}
+    cells = {
+        "a": _cell("TRELLIS_FF", "X10/Y10/FF0", {"DI": [9], "Q": [2], "CLK": [1]}, ff),
+        "lut": _cell("TRELLIS_COMB", f"X{lut_at[0]}/Y{lut_at[1]}/SLICEA", {"A": [2], "F": [3]},
+                     {"A": "input", "F": "output"}),
+        "b": _cell("TRELLIS_FF", f"X{far[0]}/Y{far[1]}/FF0", {"DI": [3], "Q": [4], "CLK": [1]}, ff),
+        "c": _cell("TRELLIS_FF", "X10/Y10/FF1", {"DI": [2], "Q": [5], "CLK": [1]}, ff),
+    }
+    nets = {n: {"bits": [b]} for n, b in (("clk", 1), ("q_a", 2), ("lut_out", 3), ("q_b", 4), ("q_c", 5), ("d_a", 9))}
+    return {"modules": {"top": {"cells": cells, "netnames": nets}}}
+
+
+@pytest.mark.parametrize("lut_at,far", [((10, 10), (10, 10)), ((13, 14), (60, 14)), ((10, 10), (10, 80))])
+def test_placed_sta_sums_cell_and_wire_delays(lut_at, far):
+    ends, path, _ = placed_sta.analyse(_placement(lut_at, far))
+    wire = lambda p, q, port: placed_sta.wire_delay(p, q, port)   # noqa: E731
+    expected = {"b": placed_sta.CLK_TO_Q["TRELLIS_FF"] + wire((10, 10), lut_at, "A") + placed_sta.LUT
+                + wire(lut_at, far, "DI"),
+                "c": placed_sta.CLK_TO_Q["TRELLIS_FF"] + wire((10, 10), (10, 10), "DI")}
+    assert {name: t for t, name, _, _ in ends} == pytest.approx(expected, abs=1e-9)
+    assert ends[0][1] == max(expected, key=expected.get)
+    # the wire model: 0.55 ns + 0.07 a tile for 40 tiles, 0.03 beyond
+    assert wire((0, 0), (0, 50), "A") == pytest.approx(0.55 + 0.07 * 40 + 0.03 * 10)
+    assert [step[1] for step in path(ends[0][3])][0] == "a"
+
+
+def test_placed_sta_cli_prints_the_worst_path(tmp_path):
+    placed = tmp_path / "placed.json"
+    placed.write_text(json.dumps(_placement((13, 14), (60, 14))))
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "placed_sta.py"), str(placed), "--period", "2"],
+                         capture_output=True, text=True, check=True)
+    first = run.stdout.splitlines()[0]
+    assert first.startswith("2 endpoints; worst ") and "1 over 2 ns" in first
+    assert "-> b DI @(60, 14)" in run.stdout
+
+
+def test_placed_sta_bad_file_is_one_line(tmp_path):
+    bad = tmp_path / "placed.json"
+    bad.write_text("{not json")
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "placed_sta.py"), str(bad)],
+                         capture_output=True, text=True)
+    assert run.returncode == 2 and run.stderr.count("\n") == 1 and str(bad) in run.stderr
+
+
+def test_place_design_bad_hardware_is_one_line(tmp_path):
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "place_design.py"), "--hw", "nosuch.yaml",
+                          "--out", str(tmp_path / "out")], capture_output=True, text=True)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.count("\n") == 1 and "nosuch.yaml" in run.stderr and "Traceback" not in run.stderr
+    assert not (tmp_path / "out" / "design").exists()
