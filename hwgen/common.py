@@ -21,10 +21,14 @@ def wire(m: Module, expr, name: str, shape=None) -> Signal:
     return sig
 
 
-def registered(m: Module, expr, name: str, shape=None) -> Signal:
-    """``expr`` as a named register (the value of the cycle before), like :func:`wire`."""
+def registered(m: Module, expr, name: str, shape=None, reset_less: bool = False) -> Signal:
+    """``expr`` as a named register (the value of the cycle before), like :func:`wire`.
+    ``reset_less``: data that a reset need not clear (its readers wait for control registers
+    that it does clear): synthesis gives it no reset input, so the reset net's fanout (on an
+    ECP5 a net of general routing across the device) shrinks, and its registers pack with
+    others whatever their reset."""
     value = Value.cast(expr)
-    reg = Signal(shape if shape is not None else value.shape(), name=name)
+    reg = Signal(shape if shape is not None else value.shape(), name=name, reset_less=reset_less)
     m.d.sync += reg.eq(value)
     return reg
 

@@ -394,8 +394,10 @@ class Drain:
             m.d.comb += [pe.dr_en.eq(d_issue & in_group), pe.dr_bank.eq(dr.bank_ps), pe.dr_addr.eq(dr_local),
                          pe.dr_len.eq(length if across is None else 1)]
 
-        def reg(value, name, shape=signed(32)):
-            return registered(m, value, name, shape)
+        def reg(value, name, shape=signed(32), data=True):
+            # (the words are data, without reset: L2 is written when the write enables, which
+            # come from registers the reset clears, say so)
+            return registered(m, value, name, shape, reset_less=data)
         values = []
         for j, by_key in enumerate(terms):
             level = [reg(_or(words), f"dr_sel{j}") for _, words in sorted(by_key.items())]
@@ -417,11 +419,11 @@ class Drain:
         # ``out_addr``.)
         issued = [d_issue]
         for k in range(1, latency):
-            issued.append(reg(issued[-1], f"dr_issued_d{k}", 1))
+            issued.append(reg(issued[-1], f"dr_issued_d{k}", 1, data=False))
         addr_q, len_q = [out_addr], [Mux(d_issue, length, 0)]
         for k in range(1, latency + 1):
-            addr_q.append(reg(addr_q[-1], f"dr_addr_d{k}", OB))
-            len_q.append(reg(len_q[-1], f"dr_len_d{k}", range(lanes + 1)))
+            addr_q.append(reg(addr_q[-1], f"dr_addr_d{k}", OB, data=False))
+            len_q.append(reg(len_q[-1], f"dr_len_d{k}", range(lanes + 1), data=False))
         rotate_at = 2 + levels                          # the lanes' values are ready then
         read_at = latency - 3
 
@@ -449,7 +451,7 @@ class Drain:
             moved = pipe(m, rotated[b % Q], f"dr_bank_value{b}", signed(32))
             write_en = pipe(m, j < len_q[rotate_at], f"dr_bank_en{b}", 1)
             for k in range(rotate_at + 1, latency):     # (no reduction level: a cycle to wait)
-                moved, write_en = reg(moved, f"dr_bank_value{b}_d{k}"), reg(write_en, f"dr_bank_en{b}_d{k}", 1)
+                moved, write_en = reg(moved, f"dr_bank_value{b}_d{k}"), reg(write_en, f"dr_bank_en{b}_d{k}", 1, data=False)
             old = reg(pipe(m, rd.data, f"dr_l2_word{b}", 32), f"dr_old{b}", 32)
             # the bank's rows to read and write (from its copies of the addresses)
             # and whether the accelerator or the host has its ports (a register of its own)

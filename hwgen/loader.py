@@ -199,12 +199,24 @@ class Loader:
             # the shift, so at go the walk's first flags are registers, not compares
             # (a run of one chunk: its words fit one chunk and, with more classes than lanes,
             # there is one phase)
-            for t, box in (("in", in_box), ("w", w_box)):
+            for t, box, name in (("in", in_box, "input"), ("w", w_box, "weight")):
                 out.update({f"{t}_fits": box["run_fits"] & (out[f"{t}_phases"] == 1),
-                            f"{t}_one_inner": out[f"{t}_n_inner"] == 1, f"{t}_one_outer": out[f"{t}_n_outer"] == 1})
+                            f"{t}_one_inner": out[f"{t}_n_inner"] == 1, f"{t}_one_outer": out[f"{t}_n_outer"] == 1,
+                            f"{t}_two_inner": out[f"{t}_n_inner"] == 2, f"{t}_two_outer": out[f"{t}_n_outer"] == 2,
+                            # (last_of's value at the box's first chunk: its run left, phase 0)
+                            f"{t}_last0": last_of(name, {"phases": out[f"{t}_phases"]}, out[f"{t}_run"], 0)})
             return out
 
         FLAGS = ("fits", "one_inner", "one_outer")
+        MORE_FLAGS = ("two_inner", "two_outer", "last0")
+
+        def last_of(name, bx, rem, ph):
+            """Whether the chunk after the one at (``rem`` words left in the run, phase ``ph``)
+            of tensor ``name``'s box ``bx`` is the run's last: the word's last phase of the run's
+            last words (compared before the subtraction: rem - take <= take is rem <= 2 take)."""
+            tk = chunk_of[name]["take"]
+            return Mux(bx["phases"] - 1 == ph, (rem <= 2 * tk) & (bx["phases"] == 1),
+                       (rem <= tk) & (ph + 2 == bx["phases"]))
 
         def fit(run, name):
             return run <= chunk_of[name]["take"]
@@ -222,8 +234,8 @@ class Loader:
                 most = s.pe_tile_max["S" if d == "X" else "R"] - 1
                 slide_ofs[d] = g.static(by_stride(coef[c], (filt - stride)[:COORD], most)[:A], f"slide_ofs_{d}", A)
         both = ctl.ahead(m, "ld", "box", starts, extents, spans, boxes)
-        in_box = {k: both[f"in_{k}"] for k in (*widths, *FLAGS)}
-        w_box = {k: both[f"w_{k}"] for k in (*widths, *FLAGS)}
+        in_box = {k: both[f"in_{k}"] for k in (*widths, *FLAGS, *MORE_FLAGS)}
+        w_box = {k: both[f"w_{k}"] for k in (*widths, *FLAGS, *MORE_FLAGS)}
         # the runs' strides: in L2 words (the layout's), and in rows of the PEs' L1 banks
         l1_shift = {name: (i.banks - 1).bit_length() for name, i in ing.items()}
         in_box.update(outer_stride=cfg["in_run_ch"][:A], inner_stride=cfg["in_run_row"][:A],
@@ -259,6 +271,9 @@ class Loader:
         # where the walk is (the run's last chunk; the last inner run; the last outer run),
         # registers worked out as the counters move, and which way it goes after this issue
         last_chunk, il_zero, ol_zero = (Signal(name=n) for n in ("last_chunk", "l_inner_zero", "l_outer_zero"))
+        # (and whether the inner or outer runs left are one: the flags' values after a move,
+        # registers, not compares of the counters in the moves' next-state logic)
+        il_one, ol_one = Signal(name="l_inner_one"), Signal(name="l_outer_one")
         next_run, next_outer, box_end = (Signal(name=n) for n in ("l_next_run", "l_next_outer", "l_box_end"))
         # The walk's moves at an issue (the run's next chunk, the next run, the next outer run,
         # the box's end) are registers worked out a cycle ahead from those flags' next values
@@ -289,9 +304,9 @@ class Loader:
             wrapped = Cat(row[:lo], (row[lo:hi] + step[lo:hi])[:lg_r], row[hi:])
             return Mux(l_weight, row + step, wrapped)[:COORD]
 
-        def restart(a, rem, row, il, ol, last, il0, ol0, y=0, col0=0):
+        def restart(a, rem, row, il, ol, last, il0, ol0, il1, ol1, y=0, col0=0):
             return [a_r.eq(a), rem_r.eq(rem), row_r.eq(place(row, col0)), ph_r.eq(0), col_r.eq(0), il_r.eq(il), ol_r.eq(ol), y_r.eq(y),
-                    last_chunk.eq(last), il_zero.eq(il0), ol_zero.eq(ol0),
+                    last_chunk.eq(last), il_zero.eq(il0), ol_zero.eq(ol0), il_one.eq(il1), ol_one.eq(ol1),
                     next_run.eq(last & ~il0), next_outer.eq(last & il0 & ~ol0), box_end.eq(last & il0 & ol0)]
 
         # (the boxes' flags: registers of the step, taken with its boxes at the shift)
@@ -300,22 +315,43 @@ class Loader:
         def first(bx):
             start_row = place(Const(0, COORD), 0, bx["row0"])
             return restart(bx["base"], bx["run"], start_row, bx["n_inner"] - 1, bx["n_outer"] - 1,
-                           *(bx[k] for k in FLAGS), col0=bx["col0"]) + [
+                           *(bx[k] for k in FLAGS), bx["two_inner"], bx["two_outer"], col0=bx["col0"]) + [
                 run_a_r.eq(bx["base"]), out_a_r.eq(bx["base"]), run_row_r.eq(start_row), out_row_r.eq(start_row)]
-        # Whether the chunk after the next move is the run's last: the word's last phase of the
-        # run's last words (compared before the subtraction: rem - take <= take is rem <= 2
-        # take), for each tensor (its take a constant), then the one loading chosen.  A register
-        # of the words left, the phase and the tensor as they will be (NextState), so that the
-        # move's flags take a register, not a compare of the counters (the step's boxes do not
-        # change while it loads: they are its registers from before go)
-        def last_of(name, bx, rem, ph):
-            tk = chunk_of[name]["take"]
-            return Mux(bx["phases"] - 1 == ph, (rem <= 2 * tk) & (bx["phases"] == 1),
-                       (rem <= tk) & (ph + 2 == bx["phases"]))
-        last_next = registered(m, Mux(nx[l_weight], last_of("weight", w_box, nx[rem_r], nx[ph_r]),
-                                      last_of("input", in_box, nx[rem_r], nx[ph_r])), "l_last_next")
+        # Whether the chunk after the next move is the run's last (last_of), for each tensor
+        # (its take a constant), then the one loading chosen: a register of last_of on the words
+        # left, the phase and the tensor as they will be, so that the move's flags take a
+        # register, not a compare of the counters (the step's boxes do not change while it
+        # loads: they are its registers from before go).  Worked out for each way the walk
+        # moves, from registers, then chosen by the move (registers too): no subtraction and
+        # choice of the words left before the compares
         starts_load = ctl.go_load
         to_weights = wire(m, ~l_weight & ld.ld_w, "l_to_weights")
+
+        def within(rem, tk, bound):
+            """(rem - tk) mod 2**A <= bound, as two compares of ``rem``."""
+            return (rem >= tk) & (rem <= tk + bound)
+        by_tensor = {}
+        for name, bx in (("weight", w_box), ("input", in_box)):
+            tk, P = chunk_of[name]["take"], bx["phases"]
+            by_tensor[name] = {
+                "stay": last_of(name, bx, rem_r, ph_r),
+                # (the word's next phase: P - 1 == ph + 1 leaves P >= 2, so the first case is 0)
+                "phase": (rem_r <= tk) & (ph_r + 3 == P),
+                # (the next words, phase 0)
+                "words": ((P == 1) & within(rem_r, tk, 2 * tk)) | ((P == 2) & within(rem_r, tk, tk)),
+                "restart": bx["last0"]}
+        cur = {k: Mux(l_weight, by_tensor["weight"][k], by_tensor["input"][k]) for k in by_tensor["input"]}
+        last_next = Signal(name="l_last_next")
+        with m.If(starts_load):
+            m.d.sync += last_next.eq(Mux(ld.ld_in, in_box["last0"], w_box["last0"]))
+        with m.Elif(move["box"]):
+            m.d.sync += last_next.eq(Mux(to_weights, w_box["last0"], by_tensor["input"]["stay"]))
+        with m.Elif(move["run"] | move["outer"]):
+            m.d.sync += last_next.eq(cur["restart"])
+        with m.Elif(move["chunk"]):
+            m.d.sync += last_next.eq(Mux(last_phase, cur["words"], cur["phase"]))
+        with m.Else():
+            m.d.sync += last_next.eq(cur["stay"])
         # the run's next chunk: the next phase of the word, or the next words
         with m.If(move["chunk"]):
             more = wire(m, ~last_phase, "l_more_phases")
@@ -330,12 +366,13 @@ class Loader:
                    next_outer.eq(last_next & il_zero & ~ol_zero), box_end.eq(last_next & il_zero & ol_zero)]
         with m.If(move["run"]):                     # the next run
             nxt_a, nxt_row = run_a_r + box["inner_stride"], next_row(run_row_r, box["inner_row"])
-            nx += restart(nxt_a, box["run"], nxt_row, il_r - 1, ol_r, fits, il_r == 1, ol_zero, y_r + 1,
+            nx += restart(nxt_a, box["run"], nxt_row, il_r - 1, ol_r, fits, il_one, ol_zero, il_r == 2, ol_one, y_r + 1,
                           col0=box["col0"])
             m.d.sync += [run_a_r.eq(nxt_a), run_row_r.eq(nxt_row)]
         with m.If(move["outer"]):                   # the next outer run
             nxt_a, nxt_row = out_a_r + box["outer_stride"], out_row_r + box["outer_row"]
-            nx += restart(nxt_a, box["run"], nxt_row, box["n_inner"] - 1, ol_r - 1, fits, one_inner, ol_r == 1,
+            nx += restart(nxt_a, box["run"], nxt_row, box["n_inner"] - 1, ol_r - 1, fits, one_inner, ol_one,
+                          Mux(l_weight, w_box["two_inner"], in_box["two_inner"]), ol_r == 2,
                           col0=box["col0"])
             m.d.sync += [run_a_r.eq(nxt_a), out_a_r.eq(nxt_a), run_row_r.eq(nxt_row), out_row_r.eq(nxt_row)]
         with m.If(move["box"] & to_weights):        # the weight box next
@@ -409,18 +446,20 @@ class Loader:
         addr_d = a_r
         for k in range(1, 2 + split):
             addr_d = registered(m, addr_d, f"lane_addr_d{k}", A)
-        banked = [registered(m, l2.operands[b][0].data, f"noc_banked{b}", 8) for b in range(W)]
+        # (the lanes' words are data, without reset: the PEs write them when the lanes' valid
+        # register, which the reset clears, says so)
+        banked = [registered(m, l2.operands[b][0].data, f"noc_banked{b}", 8, reset_less=True) for b in range(W)]
         # lane j takes bank (address + j) mod W: the banks' words rotated (common.rotate).  The
         # choices' input (the address's low bits) in kept copies, one for each eight banks and
         # eight lanes (and again for the second half): one register would drive 64 lanes of
         # bytes' choices, ~4,000 LUT inputs a bit
-        lane_data = Signal(8 * W, name="lane_data")
+        lane_data = Signal(8 * W, name="lane_data", reset_less=True)
         lg_w = (W - 1).bit_length()
         sel = Copies(W, lambda i: pipe(m, addr_d[:max(1, lg_w)], f"lane_sel_d{2 + split}_{i}"))
         if split:
             half = (lg_w + 1) // 2
             mid = rotate(m, banked, [c[:lg_w] for c in sel], "lane_rot", 8, stages=range(half))
-            mid = [registered(m, w, f"lane_mid{j}", 8) for j, w in enumerate(mid)]
+            mid = [registered(m, w, f"lane_mid{j}", 8, reset_less=True) for j, w in enumerate(mid)]
             sel2 = [pipe(m, c[:lg_w], f"lane_sel_d{3 + split}_{i}") for i, c in enumerate(sel)]
             m.d.sync += lane_data.eq(Cat(*rotate(m, mid, sel2, "lane_rot", 8, stages=range(half, lg_w))))
         else:

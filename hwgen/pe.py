@@ -400,8 +400,8 @@ class PE(wiring.Component):
             # or 8 bits costs 58-95 LUT4 more on tiny's PE: the muxes map worse.)
             x_in = read("input", pipe(m, self.cp_bank_in, "cp_bank_in_r"), pipe(m, self.rd_in_0, "rd_in_r0"), "x_in0")
             w_in = read("weight", pipe(m, self.cp_bank_w, "cp_bank_w_r"), pipe(m, self.rd_w_0, "rd_w_r0"), "w_in0")
-            x_r = registered(m, Mux(rd_on[0], x_in, 0), "x_r0", signed(8))
-            w_r = registered(m, w_in, "w_r0", signed(8))
+            x_r = registered(m, Mux(rd_on[0], x_in, 0), "x_r0", signed(8), reset_less=True)
+            w_r = registered(m, w_in, "w_r0", signed(8), reset_less=True)
             prod_m = multiply(m, x_r, w_r, pw, "prod_m", both_signed=True)
         else:
             # (the operands' banks, registered with the addresses)
@@ -409,14 +409,15 @@ class PE(wiring.Component):
             bank_w = pipe(m, self.cp_bank_w, "cp_bank_w_r")
             rd_in = [pipe(m, getattr(self, f"rd_in_{j}"), f"rd_in_r{j}") for j in range(self.simd)]
             rd_w = [pipe(m, getattr(self, f"rd_w_{j}"), f"rd_w_r{j}") for j in range(self.simd)]
-            x_r = [Signal(signed(8), name=f"x_r{j}") for j in range(self.simd)]
-            w_r = [Signal(signed(8), name=f"w_r{j}") for j in range(self.simd)]
+            x_r = [Signal(signed(8), name=f"x_r{j}", reset_less=True) for j in range(self.simd)]
+            w_r = [Signal(signed(8), name=f"w_r{j}", reset_less=True) for j in range(self.simd)]
             on_r = Signal(self.simd, name="on_r")
             for j in range(self.simd):
                 m.d.sync += [x_r[j].eq(read("input", bank_in, rd_in[j], f"x_in{j}")),
                              w_r[j].eq(read("weight", bank_w, rd_w[j], f"w_in{j}"))]
             m.d.sync += on_r.eq(rd_on)
-            products = [registered(m, Mux(on_r[j], x_r[j] * w_r[j], 0), f"prod{j}", signed(17)) for j in range(self.simd)]
+            products = [registered(m, Mux(on_r[j], x_r[j] * w_r[j], 0), f"prod{j}", signed(17), reset_less=True)
+                        for j in range(self.simd)]
             # the lanes' adder tree, its first half of levels registered at stage 3, the rest at
             # stage 4 (with two lanes, their sum, then a copy of it beside the partial sums)
             levels = (self.simd - 1).bit_length()
@@ -424,9 +425,12 @@ class PE(wiring.Component):
                 products = [wire(m, products[i] + products[i + 1], "lane_sum", signed(pw)) if i + 1 < len(products)
                             else products[i] for i in range(0, len(products), 2)]
                 if level + 1 == (levels + 1) // 2:
-                    products = [registered(m, p, f"lane_sum{level}_{i}", signed(pw)) for i, p in enumerate(products)]
+                    products = [registered(m, p, f"lane_sum{level}_{i}", signed(pw), reset_less=True)
+                                for i, p in enumerate(products)]
             prod_m = products[0]
-        prod_r = registered(m, prod_m, "prod_r", signed(pw))
+        # (the operands and products are data, without reset: the partial sums' writes wait
+        # for mac_we, which the reset clears)
+        prod_r = registered(m, prod_m, "prod_r", signed(pw), reset_less=True)
         stages = (1, 2, 3, 4)                                       # stage 1, 2, 3, 4 of the issue
         we = [Signal(name=f"mac_we{k}") for k in stages]
         addr = [Signal.like(self.ps_addr, name=f"ps_addr{k}") for k in stages]
