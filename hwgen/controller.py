@@ -383,7 +383,10 @@ class Controller:
             return reg
         value = Value.cast(value)
         reg_name = name if name is not None else f"{level}_{getattr(value, 'name', 'q')}"
-        reg = Signal(value.shape(), name=reg_name)
+        # (no reset: a stage computed every cycle is its inputs' a cycle later, one taken at a
+        # shift is read only while its step is valid (ld, cp, dr), a flag the reset clears, and
+        # the step took it when it moved in; on small, thousands of registers off the reset)
+        reg = Signal(value.shape(), name=reg_name, reset_less=True)
         m.d.sync += reg.eq(value if settle else Mux(shift, value, reg))
         self._taken[id(reg)] = (reg, value, settle)
         return reg
