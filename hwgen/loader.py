@@ -199,16 +199,14 @@ class Loader:
             # the shift, so at go the walk's first flags are registers, not compares
             # (a run of one chunk: its words fit one chunk and, with more classes than lanes,
             # there is one phase)
-            for t, box, name in (("in", in_box, "input"), ("w", w_box, "weight")):
+            for t, box in (("in", in_box), ("w", w_box)):
                 out.update({f"{t}_fits": box["run_fits"] & (out[f"{t}_phases"] == 1),
                             f"{t}_one_inner": out[f"{t}_n_inner"] == 1, f"{t}_one_outer": out[f"{t}_n_outer"] == 1,
-                            f"{t}_two_inner": out[f"{t}_n_inner"] == 2, f"{t}_two_outer": out[f"{t}_n_outer"] == 2,
-                            # (last_of's value at the box's first chunk: its run left, phase 0)
-                            f"{t}_last0": last_of(name, {"phases": out[f"{t}_phases"]}, out[f"{t}_run"], 0)})
+                            f"{t}_two_inner": out[f"{t}_n_inner"] == 2, f"{t}_two_outer": out[f"{t}_n_outer"] == 2})
             return out
 
         FLAGS = ("fits", "one_inner", "one_outer")
-        MORE_FLAGS = ("two_inner", "two_outer", "last0")
+        MORE_FLAGS = ("two_inner", "two_outer")
 
         def last_of(name, bx, rem, ph):
             """Whether the chunk after the one at (``rem`` words left in the run, phase ``ph``)
@@ -339,13 +337,15 @@ class Loader:
                 "phase": (rem_r <= tk) & (ph_r + 3 == P),
                 # (the next words, phase 0)
                 "words": ((P == 1) & within(rem_r, tk, 2 * tk)) | ((P == 2) & within(rem_r, tk, tk)),
-                "restart": bx["last0"]}
+                # (the box's first chunk: its run left, phase 0; from the box's registers, not a
+                # flag of the box's stage, which follows the multipliers' products)
+                "restart": last_of(name, bx, bx["run"], 0)}
         cur = {k: Mux(l_weight, by_tensor["weight"][k], by_tensor["input"][k]) for k in by_tensor["input"]}
         last_next = Signal(name="l_last_next")
         with m.If(starts_load):
-            m.d.sync += last_next.eq(Mux(ld.ld_in, in_box["last0"], w_box["last0"]))
+            m.d.sync += last_next.eq(Mux(ld.ld_in, by_tensor["input"]["restart"], by_tensor["weight"]["restart"]))
         with m.Elif(move["box"]):
-            m.d.sync += last_next.eq(Mux(to_weights, w_box["last0"], by_tensor["input"]["stay"]))
+            m.d.sync += last_next.eq(Mux(to_weights, by_tensor["weight"]["restart"], by_tensor["input"]["stay"]))
         with m.Elif(move["run"] | move["outer"]):
             m.d.sync += last_next.eq(cur["restart"])
         with m.Elif(move["chunk"]):

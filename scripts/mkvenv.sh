@@ -22,6 +22,14 @@ if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
     need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-venv
 fi
 
+# (the venv with its packages takes ~0.9 GB, and pip unpacks them beside it: say so plainly
+# rather than let pip fail half-way with "No space left on device")
+free_kb=$(df -Pk . | awk 'NR == 2 {print $4}')
+if [ ! -x "$VENV/bin/python" ] && [ -n "$free_kb" ] && [ "$free_kb" -lt 1572864 ]; then
+    echo "accelgen: $((free_kb / 1024)) MB free on $(df -P . | awk 'NR == 2 {print $6}'); the venv needs about 1.5 GB while it installs" >&2
+    exit 1
+fi
+
 if ! "$VENV/bin/python" -c 'import pip' >/dev/null 2>&1; then
     python3 -m venv --clear "$VENV"
 fi
