@@ -298,16 +298,16 @@ class Drain:
             oks_stay = (Const(0), queue[0]["ok"])
             oks_after = {"g0": (Const(0), queue[1]["ok"] if len(queue) > 1 else Const(0)), "first": oks_stay}
         else:
-            moves = [(to_first, (Const(0, g0_bits), Const(0, g1_bits)))]
+            moves = [("first", to_first, (Const(0, g0_bits), Const(0, g1_bits)))]
             if has_g0:
-                moves.append((to_g0, ((g0i + 1)[:g0_bits], Const(0, g1_bits))))
+                moves.append(("g0", to_g0, ((g0i + 1)[:g0_bits], Const(0, g1_bits))))
             if has_g1:
-                moves.append((to_g1, (g0i, (g1i + 1)[:g1_bits])))
+                moves.append(("g1", to_g1, (g0i, (g1i + 1)[:g1_bits])))
             ok1_n, ok0_n = oks_stay = groups_ok(g0i, g1i)
             exts_n = next_exts(g0i, g1i)
             oks_after = {}
-            for move, (to0, to1) in moves:
-                ok1_m, ok0_m = oks_after[move.name[len("dr_to_"):]] = groups_ok(to0, to1)
+            for key, move, (to0, to1) in moves:
+                ok1_m, ok0_m = oks_after[key] = groups_ok(to0, to1)
                 ok1_n, ok0_n = Mux(move, ok1_m, ok1_n), Mux(move, ok0_m, ok0_n)
                 exts_n = [None if e is None else {d: Mux(move, e_m[d], e[d]) for d in e}
                           for e, e_m in zip(exts_n, next_exts(to0, to1))]
@@ -338,8 +338,7 @@ class Drain:
                 moved.append(at_end & ok & last(ext["X_flag"] if across is None else Const(1), ext["Y_flag"],
                                                 ext["K_flag"], mg, oks_after[key]))
                 at_end = at_end & ~ok
-        oks_first = oks_after.get("first", oks_stay) if (has_g0 or has_g1) else oks_stay
-        moved += [at_end & last(x_last, y_end, k_end, mg, oks_first),
+        moved += [at_end & last(x_last, y_end, k_end, mg, oks_after["first"]),
                   ~d_issue & ~go & last(x_last, y_end, k_end, mg, oks_stay),
                   go & last(first["X_flag"] if across is None else Const(1), first["Y_flag"], first["K_flag"],
                                 groups["more"] if across is not None else mg, oks_stay)]

@@ -208,14 +208,6 @@ class Loader:
         FLAGS = ("fits", "one_inner", "one_outer")
         MORE_FLAGS = ("two_inner", "two_outer")
 
-        def last_of(name, bx, rem, ph):
-            """Whether the chunk after the one at (``rem`` words left in the run, phase ``ph``)
-            of tensor ``name``'s box ``bx`` is the run's last: the word's last phase of the run's
-            last words (compared before the subtraction: rem - take <= take is rem <= 2 take)."""
-            tk = chunk_of[name]["take"]
-            return Mux(bx["phases"] - 1 == ph, (rem <= 2 * tk) & (bx["phases"] == 1),
-                       (rem <= tk) & (ph + 2 == bx["phases"]))
-
         def fit(run, name):
             return run <= chunk_of[name]["take"]
 
@@ -324,6 +316,14 @@ class Loader:
         # choice of the words left before the compares
         starts_load = ctl.go_load
         to_weights = wire(m, ~l_weight & ld.ld_w, "l_to_weights")
+
+        def last_of(name, bx, rem, ph):
+            """Whether the chunk after the one at (``rem`` words left in the run, phase ``ph``)
+            of tensor ``name``'s box ``bx`` is the run's last: the word's last phase of the run's
+            last words (compared before the subtraction: rem - take <= take is rem <= 2 take)."""
+            tk = chunk_of[name]["take"]
+            return Mux(bx["phases"] - 1 == ph, (rem <= 2 * tk) & (bx["phases"] == 1),
+                       (rem <= tk) & (ph + 2 == bx["phases"]))
 
         def within(rem, tk, bound):
             """(rem - tk) mod 2**A <= bound, as two compares of ``rem``."""
