@@ -20,6 +20,12 @@ from .geometry import Desc, Geometry
 __all__ = ["Controller", "Product"]
 
 
+def _at_least_zero(diff) -> Value:
+    """``max(diff, 0)`` of a difference of unsigned coordinates, as an unsigned coordinate."""
+    diff = Value.cast(diff).as_signed()
+    return Mux(diff[-1], 0, diff[:COORD])
+
+
 @dataclass(frozen=True)
 class Product:
     """What a stage function of :meth:`Controller.ahead` returns for ``a * b``: ``a`` a register
@@ -214,12 +220,15 @@ class Controller:
             cur = pos_b0[di] if lv == 0 else pos_r1[di]
             nxt = nxt_b0[di] if lv == 0 else nxt_r1[di]
             plus = settled((cur + step)[:COORD], f"odo_plus{idx}")
+            # (each limit clamped at 0, unsigned: no position is below it then, and the
+            # comparisons are the positions' width, with nothing after their carry chains but
+            # the AND: a signed one took three LUTs after its chain on tiny's routed path)
             if lv == 0:
-                lim = g.static((g.D[d] - step_cfg).as_signed(), f"odo_lim{idx}")
+                lim = g.static(_at_least_zero(g.D[d] - step_cfg), f"odo_lim{idx}")
                 fits_now = wire(m, cur < lim, f"odo_fits{idx}_now")
             else:       # inside the level-0 tile and the layer: b0 + r1 + step < min(b0 + T0, D)
-                lim_t = g.static((g.T0[d] - step_cfg).as_signed(), f"odo_lim_t{idx}")
-                lim_d = g.static((g.D[d] - step_cfg).as_signed(), f"odo_lim_d{idx}")
+                lim_t = g.static(_at_least_zero(g.T0[d] - step_cfg), f"odo_lim_t{idx}")
+                lim_d = g.static(_at_least_zero(g.D[d] - step_cfg), f"odo_lim_d{idx}")
                 fits_now = wire(m, (cur < lim_t) & (pos_start[di] < lim_d), f"odo_fits{idx}_now")
                 start_plus = settled((pos_start[di] + step)[:COORD], f"odo_start_plus{idx}")
             fits = settled(fits_now, f"odo_fits{idx}")
