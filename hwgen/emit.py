@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 from costmodel.base import AccelgenError
 from costmodel.dataflow import Dataflow
 from costmodel.hardware import Hardware, hardware_to_dict
-from costmodel.hwgen_preset.fast import hwgen_cycles
+from costmodel.hwgen_preset.closed import hwgen_cycles
 from costmodel.hwgen_preset.preset import hwgen_structure, l2_split
 from costmodel.hwgen_preset.rules import host_offset_bits
 from costmodel.hwgen_preset.structure import HwStructure, structure_key, tiles_of

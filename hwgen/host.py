@@ -32,7 +32,7 @@ import numpy as np
 from costmodel.base import AccelgenError
 from costmodel.dataflow.spec import dataflow_from_spec, resolve_dataflow
 from costmodel.hardware import Hardware, hardware_from_dict
-from costmodel.hwgen_preset.fast import hwgen_cycles
+from costmodel.hwgen_preset.closed import hwgen_cycles
 from costmodel.hwgen_preset.structure import HwStructure, tiles_of
 from costmodel.workload import Layer, parse_layer_spec
 

@@ -14,7 +14,7 @@ from typing import Any
 from costmodel.base import AccelgenError, load_yaml, read_text
 from costmodel.dataflow.spec import DataflowSpec, dataflow_from_spec, resolve_dataflow
 from costmodel.hardware import Hardware, NoCLevel, builtin_hardware
-from costmodel.hwgen_preset.fast import hwgen_cycles
+from costmodel.hwgen_preset.closed import hwgen_cycles
 from costmodel.hwgen_preset.preset import hwgen_structure, l2_split
 from costmodel.hwgen_preset.structure import tiles_of
 from costmodel.workload import Layer, parse_layer_spec

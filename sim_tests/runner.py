@@ -20,7 +20,7 @@ from typing import Literal
 from costmodel.base import AccelgenError, write_atomically
 from costmodel.dataflow.spec import DataflowSpec, resolve_dataflow
 from costmodel.hardware import Hardware
-from costmodel.hwgen_preset.fast import hwgen_cycles
+from costmodel.hwgen_preset.closed import hwgen_cycles
 from costmodel.hwgen_preset.preset import hwgen_structure, l2_split
 from costmodel.hwgen_preset.structure import HwStructure, tiles_of
 from costmodel.workload import Layer

@@ -15,6 +15,7 @@ from accelgen.cli import main
 from costmodel import GEMM, AccelgenError, Conv2D, Model, analyze_model, get_model, load_workload_yaml
 from costmodel.design import load_design
 from costmodel.dse import (
+    HwgenEvaluator,
     ScalarEvaluator,
     VectorEvaluator,
     load_space,
@@ -79,6 +80,38 @@ def test_vectorised_equals_scalar_on_random_points(model: Model, points: int, pe
     assert got.valid.mean() > 0.5 and 0 < got.feasible.mean() < 1
     if per_layer:
         assert [vector.layer_choices(int(f)) for f in flat[:20]] == [scalar.layer_choices(int(f)) for f in flat[:20]]
+
+
+#: What the generated hardware takes (NoC widths that are powers of two, int8 PEs) with every axis
+#: drawn, including those the hwgen preset does not read (NoC latency, the inner level, off-chip).
+HWGEN_SPACE = {
+    "name": "hwgen-odd", "base": "tiny",
+    "hardware": {"num_pes": [4, 8, 16], "simd_lanes": [1, 2, 3], "l1_bytes_per_pe": [128, 256, 4096],
+                 "l2_bytes": [2048, 8192, 65536], "offchip_bw_words_per_cycle": [0.5, 4],
+                 "noc": [{"bandwidth_words_per_cycle": [1, 2, 4, 8], "latency_cycles": [1, 2], "hops": [1, 3]},
+                         {"bandwidth_words_per_cycle": [4, 16], "latency_cycles": [1]}]},
+    "dataflows": {"kcp": {"cluster": [2, 4, 8], "x_tile": [1, 4], "order": ["CRSYX", "YXC"]}, "yrp": {"k_tile": [4]},
+                  "xp": {"k_tile": [1, 2]}, "cp": {"x_tile": [1, 3]}, "nmk": {"k_tile": [4, 8], "m_tile": [1, 2]}},
+}
+HWGEN_MODEL = Model("hw", (Conv2D("a", K=8, C=6, Y=7, X=9, R=3, S=3, padding=1),
+                           Conv2D("b", K=5, C=8, Y=6, X=6, R=1, S=3, stride_y=1, stride_x=2),
+                           GEMM("g", M=6, N=7, K=12), Conv2D("a2", K=8, C=6, Y=7, X=9, R=3, S=3, padding=1)))
+
+
+@pytest.mark.parametrize("model", [HWGEN_MODEL, Model("one", HWGEN_MODEL.layers[:1])], ids=["model", "one-layer"])
+def test_hwgen_vectorised_equals_scalar_on_random_points(model: Model) -> None:
+    plan = make_plan(space_from_dict(HWGEN_SPACE), model, OBJ2, (), "hwgen")
+    flat = np.random.default_rng(11).integers(0, plan.size, 600)
+    vector = HwgenEvaluator(plan)
+    got, want = vector.evaluate(flat), ScalarEvaluator(plan).evaluate(flat)
+    _same(got, want)
+    assert 0.2 < got.valid.mean() < 1 and 0 < got.feasible.sum() < got.valid.sum()
+    # each distinct layer analysed once per combination of the axes the preset reads
+    idx = plan.decode(flat)
+    read = [i for i, a in enumerate(plan.axes) if a.name not in
+            ("l2_bytes", "offchip_bw_words_per_cycle", "noc[0].latency_cycles", "noc[1].bandwidth_words_per_cycle")]
+    combos = len({tuple(int(idx[i][p]) for i in read) for p in range(len(flat))})
+    assert combos < len(flat) and len(vector._cache) <= combos * len({l.describe() for l in model.layers})
 
 
 def test_a_point_reproduces_analyze_model() -> None:

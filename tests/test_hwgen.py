@@ -19,7 +19,7 @@ from costmodel import AccelgenError
 from costmodel.analysis import analyze_layer, resolve_dataflow
 from costmodel.dataflow.library import library_dataflow
 from costmodel.hardware.hardware import NoCLevel, builtin_hardware
-from costmodel.hwgen_preset.fast import fast_summary, hwgen_cycles
+from costmodel.hwgen_preset.closed import closed_summary, hwgen_cycles
 from costmodel.hwgen_preset.preset import hwgen_layer, hwgen_structure, l2_split
 from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, host_offset_bits, l1_bytes, slide_extent
 from costmodel.hwgen_preset.structure import structure_of, tiles_of
@@ -156,7 +156,7 @@ def test_input_windows_slide_in_l1():
     per_row = 8 * (3 * 3 + 3 * (3 * 1))                 # classes x (first window + three slides)
     assert f["l2_reads"]["input"] == 8 * 4 * per_row    # K x Y rows of windows
     assert f["l1_writes"]["input"] == 8 * 4 * (3 * 3 + 3 * 3) * 4   # K x Y x (first + slides) x the 4 busy PEs
-    still = fast_summary(replace(s, slide_x=False), t)
+    still = closed_summary(replace(s, slide_x=False), t)
     assert still["l2_reads"]["input"] == 8 * 4 * 4 * 8 * 9 and still["cycles"] > f["cycles"]
     assert reference_summary(s, t)["cycles"] == f["cycles"]
     # a window wider than a slide (stride 3 = S) does not overlap the last one: every step loads it whole
@@ -177,7 +177,7 @@ def test_input_windows_slide_in_l1():
     assert sy.slide_y and not sy.slide_x and slide_extent(sy, "Y") == 4
     assert fy["l2_reads"]["input"] == 5 * 3 * (3 + 3 * 1) * 7
     assert fy["l1_writes"]["input"] == 5 * 3 * (3 + 3 * 1) * 5 * 3
-    whole = fast_summary(replace(sy, slide_y=False), ty)
+    whole = closed_summary(replace(sy, slide_y=False), ty)
     assert whole["l2_reads"]["input"] == 5 * 3 * 4 * 3 * 7 and whole["cycles"] > fy["cycles"]
     assert reference_summary(sy, ty)["cycles"] == fy["cycles"]
 
@@ -238,10 +238,9 @@ def test_a_design_refuses_layers_beyond_its_buffers(layer, message):
     assert analyze_layer(layer, "kcp", TINY, preset="hwgen").runtime_cycles > 0   # a design made for it
 
 
-def test_fast_schedule_equals_the_step_walk():
+def test_closed_schedule_equals_the_step_walk():
     import random
 
-    import costmodel.hwgen_preset.fast as fast
     rng = random.Random(5)
     for _ in range(120):
         hw = replace(TINY, num_pes=rng.choice([4, 8, 16]), simd_lanes=rng.choice([1, 2, 3]),
@@ -250,18 +249,13 @@ def test_fast_schedule_equals_the_step_walk():
         if dataflow == "nmk":
             layer = GEMM("g", M=rng.randint(1, 12), N=rng.randint(1, 12), K=rng.randint(1, 40))
         else:
-            r = rng.choice([1, 3])
             layer = Conv2D("c", K=rng.randint(1, 10), C=rng.randint(1, 20), Y=rng.randint(3, 9), X=rng.randint(3, 9),
-                           R=r, S=r, stride=rng.randint(1, 2), padding=rng.randint(0, 1) if r == 3 else 0)
+                           R=rng.choice([1, 2, 3]), S=rng.choice([1, 2, 3]), stride_y=rng.randint(1, 2),
+                           stride_x=rng.randint(1, 2), pad_top=rng.randint(0, 1), pad_left=rng.randint(0, 1))
         df = resolve_dataflow(dataflow, layer, hw)
         s = hwgen_structure(df, layer, hw)
         t = tiles_of(s, df, layer)
-        chunk = rng.choice([1, 3, 1 << 21])            # batches split anywhere give the same sums
-        old, fast._CHUNK_STEPS = fast._CHUNK_STEPS, chunk
-        try:
-            assert fast.fast_summary(s, t) == reference_summary(s, t), (dataflow, layer, hw.num_pes)
-        finally:
-            fast._CHUNK_STEPS = old
+        assert closed_summary(s, t) == reference_summary(s, t), (dataflow, layer, hw.num_pes)
 
 
 def test_driver_refuses_what_the_l2_cannot_hold():

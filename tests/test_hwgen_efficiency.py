@@ -1,6 +1,6 @@
 """The rules that keep the generated array busy: coalesced loads (a box sent as its maximal runs
 of consecutive L2 addresses), the drain across one-column groups, and template tiles given on
-the command line; and the vectorised schedule equal to the step walk with every template
+the command line; and the closed-form schedule equal to the step walk with every template
 parameter drawn."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import costmodel.hwgen_preset.fast as fast
 from costmodel import AccelgenError
 from costmodel.analysis import analyze_layer
 from costmodel.dataflow.library import library_dataflow, parse_library_call
 from costmodel.dataflow.spec import dataflow_from_spec, resolve_dataflow
 from costmodel.hardware.hardware import NoCLevel, builtin_hardware
+from costmodel.hwgen_preset.closed import closed_summary
 from costmodel.hwgen_preset.preset import hwgen_structure
 from costmodel.hwgen_preset.rules import TIMING, input_runs, load_issue_cycles, weight_runs
 from costmodel.hwgen_preset.structure import tiles_of
@@ -100,9 +100,9 @@ def _random_case(rng: random.Random):
     return hw, name, layer, params
 
 
-def test_fast_schedule_equals_the_step_walk_with_every_template_parameter():
+def test_closed_schedule_equals_the_step_walk_with_every_template_parameter():
     """Tiles, loop orders, cluster sizes, NoC widths, per-axis strides and filter shapes drawn on
-    their own: the vectorised schedule and the step walk agree on every figure."""
+    their own: the closed-form schedule and the step walk agree on every figure."""
     rng = random.Random(11)
     checked = across = narrowed = 0
     for _ in range(300):
@@ -113,11 +113,7 @@ def test_fast_schedule_equals_the_step_walk_with_every_template_parameter():
             t = tiles_of(s, df, layer)
         except AccelgenError:
             continue                      # a tile the structure cannot hold: refused, fine
-        old, fast._CHUNK_STEPS = fast._CHUNK_STEPS, rng.choice([1, 5, 1 << 21])
-        try:
-            assert fast.fast_summary(s, t) == reference_summary(s, t), (name, params, layer, hw.num_pes)
-        finally:
-            fast._CHUNK_STEPS = old
+        assert closed_summary(s, t) == reference_summary(s, t), (name, params, layer, hw.num_pes)
         checked += 1
         across += s.drain_across_groups is not None
         narrowed += s.drain_lanes < min(s.noc_words_per_cycle, s.pe_tile_max["X"])
@@ -139,7 +135,7 @@ def test_a_wider_noc_drains_xp_faster():
         hw = replace(TINY, noc=(NoCLevel(words, 1),))
         df = resolve_dataflow("xp", layer, hw)
         s = hwgen_structure(df, layer, hw)
-        return fast.fast_summary(s, tiles_of(s, df, layer))["drain_cycles"]
+        return closed_summary(s, tiles_of(s, df, layer))["drain_cycles"]
     # 8 groups x (K=1, Y=1) per step, 64 steps: 8 / W runs each after the drain's wait for the
     # step's last partial sums (its pipeline's tail overlaps the next slot)
     assert [drain(w) for w in (1, 2, 4, 8)] == [64 * (8 // w + TIMING.drain_wait_cycles) for w in (1, 2, 4, 8)]

@@ -17,7 +17,7 @@ from costmodel import AccelgenError, Conv2D, Model, analyze_layer, analyze_model
 from costmodel.analysis import resolve_dataflow
 from costmodel.design import load_design
 from costmodel.dse import ScalarEvaluator, VectorEvaluator, make_plan, space_from_dict
-from costmodel.hwgen_preset.fast import hwgen_cycles
+from costmodel.hwgen_preset.closed import hwgen_cycles
 from costmodel.hwgen_preset.preset import hwgen_layer, hwgen_structure
 from costmodel.hwgen_preset.structure import tiles_of
 from costmodel.hwgen_preset.walk import reference_summary

@@ -11,14 +11,14 @@ the scalar model's numbers); `pareto` filters fronts; `search` streams chunks ov
 checkpoints; `output` and `plot` write what ``accelgen explore`` leaves behind.
 """
 
-from .evaluate import EVALUATORS, Metrics, ScalarEvaluator, VectorEvaluator, evaluator_for, metric
+from .evaluate import EVALUATORS, HwgenEvaluator, Metrics, ScalarEvaluator, VectorEvaluator, evaluator_for, metric
 from .pareto import Front, merge, nondominated
 from .plan import METRICS, OBJECTIVES, Constraint, Plan, make_plan, parse_constraint, parse_objectives
 from .search import BACKENDS, SearchState, run_search
 from .space import Space, load_space, space_from_dict
 
 __all__ = [
-    "EVALUATORS", "Metrics", "ScalarEvaluator", "VectorEvaluator", "evaluator_for", "metric",
+    "EVALUATORS", "HwgenEvaluator", "Metrics", "ScalarEvaluator", "VectorEvaluator", "evaluator_for", "metric",
     "Front", "merge", "nondominated",
     "METRICS", "OBJECTIVES", "Constraint", "Plan", "make_plan", "parse_constraint", "parse_objectives",
     "BACKENDS", "SearchState", "run_search",

@@ -1,7 +1,8 @@
 """Evaluating chunks of design points: runtime, energy, area and feasibility per point.
 
 A preset plugs in as an evaluator: :class:`VectorEvaluator` for ``maestro`` (structure once per
-distinct layer x dataflow x PE count, cycles vectorised over the points), and
+distinct layer x dataflow x PE count, cycles vectorised over the points), :class:`HwgenEvaluator`
+for ``hwgen`` (each layer once per distinct combination of what the preset reads), and
 :class:`ScalarEvaluator` for any preset of :data:`costmodel.analysis.PRESETS` — it calls
 :func:`~costmodel.analysis.analyze_layer` point by point (slow, exact by definition), and is what
 the vectorised one is tested against.  Both give, per point, the numbers ``analyze_model`` gives
@@ -27,7 +28,7 @@ from ..maestro.timing import Timing
 from ..workload.layers import GEMM, Layer
 from .plan import Plan
 
-__all__ = ["Metrics", "Evaluator", "VectorEvaluator", "ScalarEvaluator", "evaluator_for", "EVALUATORS", "metric"]
+__all__ = ["Metrics", "Evaluator", "VectorEvaluator", "HwgenEvaluator", "ScalarEvaluator", "evaluator_for", "EVALUATORS", "metric"]
 
 
 @dataclass
@@ -356,8 +357,95 @@ class ScalarEvaluator:
             return None
 
 
+class HwgenEvaluator:
+    """The ``hwgen`` preset over arrays of points (shared dataflows; the per-layer mode runs
+    :class:`ScalarEvaluator`).  The preset reads of a point only its PE count, dataflows, SIMD
+    lanes, NoC width and hops (the top level's), L1 (which decides the structure: a sliding
+    input where it fits) and L2, which decides only feasibility (each layer's regions of L2
+    against ``l2_split``); not the NoC latency, nor the inner levels, nor the off-chip bandwidth.
+    So each layer is analysed once per distinct combination of the first six (its schedule in
+    closed form, :mod:`costmodel.hwgen_preset.closed`, itself computed once per distinct
+    structure and tiles), the model's sums formed in layer order (the scalar path's float
+    sums), and L2's check and the area are vectorised over the points."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self._keys = self._key_axes(plan)
+        self._cache: dict[tuple, Any] = {}
+        self._scalar = ScalarEvaluator(plan) if plan.per_layer else None
+
+    @staticmethod
+    def _key_axes(plan: Plan) -> list[int]:
+        names = {"num_pes", "conv2d_dataflow", "gemm_dataflow", "simd_lanes", "noc[0].bandwidth_words_per_cycle",
+                 "noc[0].hops", "l1_bytes_per_pe"}
+        return [i for i, axis in enumerate(plan.axes) if axis.name in names]
+
+    def layer_choices(self, flat: int) -> list[int] | None:
+        return self._scalar.layer_choices(flat) if self._scalar is not None else None
+
+    def evaluate(self, flat: np.ndarray) -> Metrics:
+        if self._scalar is not None:
+            return self._scalar.evaluate(flat)
+        plan = self.plan
+        flat = np.asarray(flat, dtype=np.int64)
+        idx = plan.decode(flat)
+        key = np.zeros(len(flat), dtype=np.int64)
+        for axis in self._keys:
+            key = key * len(plan.axes[axis].values) + idx[axis]
+        unique, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        n = len(unique)
+        valid = np.zeros(n, dtype=bool)
+        runtime = np.zeros(n, dtype=np.int64)
+        energy = np.zeros(n, dtype=np.float64)
+        need = np.zeros((n, 3), dtype=np.int64)          # the largest input, weight, output L2 regions
+        for u in range(n):
+            found = self._combination(int(flat[first[u]]))
+            if found is not None:
+                valid[u], (runtime[u], energy[u], need[u]) = True, found
+        l2 = np.asarray(plan.axes[[a.name for a in plan.axes].index("l2_bytes")].values, dtype=np.int64)[
+            idx[[a.name for a in plan.axes].index("l2_bytes")]]
+        need_p = need[inverse]
+        fits = (need_p[:, 0] <= l2 // 4) & (need_p[:, 1] <= l2 // 4) & (need_p[:, 2] <= l2 // 8)   # (l2_split)
+        ok = valid[inverse]
+        return Metrics(flat, ok, ok & fits, np.where(ok, runtime[inverse], 0), np.where(ok, energy[inverse], 0.0),
+                       _area(plan, idx))
+
+    def _combination(self, flat: int) -> tuple[int, float, np.ndarray] | None:
+        """Runtime, energy and the largest L2 regions of the model at the point ``flat``'s
+        combination of the axes the preset reads (L2 aside), or None if a layer is refused."""
+        plan = self.plan
+        hw = plan.hardware(flat)
+        shared = plan.point_dataflows(flat)
+        runtime, energy, need = 0, 0.0, np.zeros(3, dtype=np.int64)
+        for layer in plan.model.layers:
+            kind = _kind(layer)
+            choice = plan.choices(kind).index(shared[kind])
+            k = (type(layer).__name__, layer.describe(), kind, choice, hw.num_pes, hw.simd_lanes,
+                 hw.noc_at(0).bandwidth_words_per_cycle, hw.noc_at(0).hops, hw.l1_bytes_per_pe)
+            if k not in self._cache:
+                result = self._scalar_analyze(layer, choice, hw)
+                self._cache[k] = None if result is None else (
+                    result.runtime_cycles, result.energy_pj["total"],
+                    np.array([result.l2_words[t] for t in ("input", "weight", "output")], dtype=np.int64))
+            found = self._cache[k]
+            if found is None:
+                return None
+            runtime += found[0]
+            energy = energy + found[1]
+            np.maximum(need, found[2], out=need)
+        return runtime, energy, need
+
+    def _scalar_analyze(self, layer: Layer, choice: int, hw: Hardware):
+        spec = self.plan.choices(_kind(layer))[choice]
+        try:
+            df = library_dataflow(spec.family, layer, hw.num_pes, **dict(spec.params))
+            return analyze_layer(layer, df, hw, "hwgen")
+        except AccelgenError:
+            return None
+
+
 #: Presets with a vectorised evaluator; any other preset of ``analysis.PRESETS`` runs scalar.
-EVALUATORS: dict[str, Callable[[Plan], Evaluator]] = {"maestro": VectorEvaluator}
+EVALUATORS: dict[str, Callable[[Plan], Evaluator]] = {"maestro": VectorEvaluator, "hwgen": HwgenEvaluator}
 
 
 def evaluator_for(plan: Plan) -> Evaluator:

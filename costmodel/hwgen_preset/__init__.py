@@ -6,7 +6,7 @@ schedule, so model and RTL cannot drift.
   stride compaction, the fixed cycle counts (:class:`~.rules.TimingConstants`)
 * :mod:`.structure` — a dataflow as a generated structure; a layer as run-time tiles
 * :mod:`.walk` — the steps one by one: the reference
-* :mod:`.fast` — the same schedule evaluated with numpy (tested equal to the walk)
+* :mod:`.closed` — the same schedule in closed form: its cost does not grow with the steps (tested equal to the walk)
 * :mod:`.preset` — what the analysis and ``emit`` call: structure, tiles and figures for a hardware
 """
 

@@ -12,7 +12,7 @@ from ..hardware.hardware import Hardware
 from ..results import TENSORS, LayerResult
 from ..workload.layers import Conv2D, Layer
 from ..workload.problem import problem_of
-from .fast import fast_summary
+from .closed import closed_summary
 from .rules import bounding_engine, l1_bytes, l2_layout_words
 from .structure import HwStructure, LayerTiles, check_layer, structure_key, structure_of, tiles_of
 
@@ -97,7 +97,7 @@ def _summary(s: HwStructure, t: LayerTiles) -> dict:
     if out is None:
         if len(_SUMMARIES) >= _MAX_SUMMARIES:
             _SUMMARIES.clear()
-        out = _SUMMARIES[key] = fast_summary(s, t)
+        out = _SUMMARIES[key] = closed_summary(s, t)
     return {k: (dict(v) if isinstance(v, dict) else v) for k, v in out.items()}
 
 

@@ -1,5 +1,5 @@
 """The rules of the generated accelerator that every reader shares: the ``hwgen`` preset's
-schedule (:mod:`.structure`, :mod:`.walk`, :mod:`.fast`), the RTL (:mod:`hwgen`) and the host
+schedule (:mod:`.structure`, :mod:`.walk`, :mod:`.closed`), the RTL (:mod:`hwgen`) and the host
 driver (:mod:`hwgen.layout`, :mod:`hwgen.host`) import them from here, so each is written once.
 
 Dimensions are those of a convolution in output coordinates: ``K C Y X R S`` with ``Y``/``X``

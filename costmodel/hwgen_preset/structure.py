@@ -2,7 +2,7 @@
 dimension each level spreads across its units, the loop order, the buffers), and a layer as
 its *tiles* (run time: the tile of every dimension at every level, in output coordinates,
 written into configuration registers).  The RTL is built from a structure; the host driver
-writes the tiles; the schedule (:mod:`.walk`, :mod:`.fast`) reads both.
+writes the tiles; the schedule (:mod:`.walk`, :mod:`.closed`) reads both.
 """
 
 from __future__ import annotations

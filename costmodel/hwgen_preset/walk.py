@@ -3,8 +3,8 @@
 The loop nest is walked as an odometer over the structure's loops; in each step every PE holds
 a tile of each tensor, and each engine (load, compute, drain) has a cost.  Slot ``k`` loads step
 ``k``, computes step ``k-1`` and drains step ``k-2``, and lasts the controller's cycle plus the
-longest of the three (``docs/timing.md``).  :mod:`.fast` evaluates the same schedule with numpy
-and is tested equal to this walk.
+longest of the three (``docs/timing.md``).  :mod:`.closed` evaluates the same schedule at a cost
+that does not grow with the steps and is tested equal to this walk.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from .rules import (
 )
 from .structure import HwStructure, LayerTiles
 
-__all__ = ["Step", "steps", "step_costs", "schedule_summary", "reference_summary"]
+__all__ = ["Step", "steps", "step_costs", "step_traffic", "traffic_totals", "schedule_summary", "reference_summary"]
 
 
 @dataclass(frozen=True)
@@ -209,45 +209,60 @@ def schedule_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TI
 
 
 def reference_summary(s: HwStructure, t: LayerTiles, timing: TimingConstants = TIMING) -> dict:
-    """The step-by-step walk (slow; the reference :func:`.fast.fast_summary` is tested against)."""
+    """The step-by-step walk (slow; the reference :func:`.closed.closed_summary` is tested against)."""
     summary = schedule_summary(s, t, timing)
     summary.update(_traffic(s, t))
     return summary
 
 
-def _traffic(s: HwStructure, t: LayerTiles) -> dict:
-    """Words moved per tensor: L2 reads (one per NoC word), L1 writes (captures), L1 reads (two
-    operands and a partial sum per MAC), L2 output read-modify-writes (one per drained word)."""
-    l2r = {"input": 0, "weight": 0, "output": 0}
-    l1w = {"input": 0, "weight": 0, "output": 0}
-    drained = 0
-    macs = 0
-    seq = list(steps(s, t))
-    keys = [_keys(x) for x in seq]
+def step_traffic(s: HwStructure, t: LayerTiles, step: Step, loaded: tuple[str, ...],
+                 slide: Mapping[str, bool] | None = None, ends: bool = False) -> dict[str, int]:
+    """Words one step moves: L2 reads of the tensors in ``loaded`` (``l2_input``, ``l2_weight``:
+    NoC words) and the L1 writes they make in every PE (``l1_input``, ``l1_weight``; the
+    input's new columns or rows only where it ``slide``-s), the MACs of every PE (``macs``) and,
+    if it ``ends`` an output tile, the words drained (``drained``)."""
+    slide = slide or {}
     R, S, sy, sx = t.dims["R"], t.dims["S"], t.stride_y, t.stride_x
     pes = [(u0, u1) for u0 in range(s.n0) for u1 in range(s.n1)]
-    for i, step in enumerate(seq):
-        slide = _slides(s, t, seq[i - 1], step) if i > 0 and keys[i]["input"] != keys[i - 1]["input"] else {}
-        loads = _loads(s, t, step, slide)
-        for name in ("input", "weight"):
-            if i == 0 or keys[i][name] != keys[i - 1][name]:
-                l2r[name] += loads[name][1]
-                for pe in pes:
-                    k, c, y, x = (_extent(s, t, step, di, pe)[1] for di in range(4))
-                    if name == "input":
-                        cols = x * sx if slide.get("X") else input_span(x, sx, S)
-                        rows = y * sy if slide.get("Y") else input_span(y, sy, R)
-                        l1w[name] += c * rows * cols if y and x and c else 0
-                    else:
-                        l1w[name] += k * c * R * S
+    loads = _loads(s, t, step, slide)
+    out = dict.fromkeys(("l2_input", "l2_weight", "l1_input", "l1_weight", "macs", "drained"), 0)
+    for name in loaded:
+        out[f"l2_{name}"] = loads[name][1]
         for pe in pes:
-            macs += math.prod(_extent(s, t, step, di, pe)[1] for di in range(4)) * R * S
-        if i == len(seq) - 1 or keys[i + 1]["output"] != keys[i]["output"]:
-            for g in _groups(s, t, step):
-                drained += math.prod(_extent(s, t, step, di, g)[1] for di in (0, 2, 3))
-    l1w["output"] = macs
-    l1r = {"input": macs, "weight": macs, "output": macs + drained}
-    l2w = {"input": 0, "weight": 0, "output": drained}
-    l2r["output"] = drained
-    return {"l2_reads": l2r, "l2_writes": l2w, "l1_reads": l1r, "l1_writes": l1w, "step_macs": macs,
-            "drained_words": drained}
+            k, c, y, x = (_extent(s, t, step, di, pe)[1] for di in range(4))
+            if name == "input":
+                cols = x * sx if slide.get("X") else input_span(x, sx, S)
+                rows = y * sy if slide.get("Y") else input_span(y, sy, R)
+                out["l1_input"] += c * rows * cols if y and x and c else 0
+            else:
+                out["l1_weight"] += k * c * R * S
+    for pe in pes:
+        out["macs"] += math.prod(_extent(s, t, step, di, pe)[1] for di in range(4)) * R * S
+    if ends:
+        out["drained"] = sum(math.prod(_extent(s, t, step, di, g)[1] for di in (0, 2, 3)) for g in _groups(s, t, step))
+    return out
+
+
+def traffic_totals(l2_input: int, l2_weight: int, l1_input: int, l1_weight: int, macs: int, drained: int) -> dict:
+    """The preset's traffic figures from the sums of :func:`step_traffic` over the steps: L2
+    reads (one per NoC word), L1 writes (captures), L1 reads (two operands and a partial sum per
+    MAC), L2 output read-modify-writes (one per drained word)."""
+    return {"l2_reads": {"input": l2_input, "weight": l2_weight, "output": drained},
+            "l2_writes": {"input": 0, "weight": 0, "output": drained},
+            "l1_reads": {"input": macs, "weight": macs, "output": macs + drained},
+            "l1_writes": {"input": l1_input, "weight": l1_weight, "output": macs},
+            "step_macs": macs, "drained_words": drained}
+
+
+def _traffic(s: HwStructure, t: LayerTiles) -> dict:
+    """Words moved per tensor, step by step (:func:`step_traffic`, :func:`traffic_totals`)."""
+    seq = list(steps(s, t))
+    keys = [_keys(x) for x in seq]
+    tot: dict[str, int] = {}
+    for i, step in enumerate(seq):
+        loaded = tuple(name for name in ("input", "weight") if i == 0 or keys[i][name] != keys[i - 1][name])
+        slide = _slides(s, t, seq[i - 1], step) if i > 0 and "input" in loaded else {}
+        ends = i == len(seq) - 1 or keys[i + 1]["output"] != keys[i]["output"]
+        for k, v in step_traffic(s, t, step, loaded, slide, ends).items():
+            tot[k] = tot.get(k, 0) + v
+    return traffic_totals(**tot)

@@ -1,0 +1,102 @@
+"""The ``hwgen`` schedule in closed form (:mod:`costmodel.hwgen_preset.closed`) against the
+step walk (:func:`costmodel.hwgen_preset.walk.reference_summary`), figure for figure: cycles,
+steps, every engine's total, which engine bounds each slot, and every traffic count.
+
+Every dimension is drawn on its own (filter rows and columns, each axis's stride, each side's
+padding, sizes, the array, its SIMD lanes and NoC width, the drain's width, every template
+parameter and the loop order), so no class of layer hides between hand-picked cases."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+
+from costmodel import AccelgenError
+from costmodel.analysis import resolve_dataflow
+from costmodel.dataflow.library import library_dataflow
+from costmodel.hardware.hardware import NoCLevel, builtin_hardware
+from costmodel.hwgen_preset.closed import _Closed, closed_summary
+from costmodel.hwgen_preset.preset import hwgen_structure
+from costmodel.hwgen_preset.rules import TIMING
+from costmodel.hwgen_preset.structure import tiles_of
+from costmodel.hwgen_preset.walk import reference_summary
+from costmodel.workload.layers import GEMM, Conv2D
+from costmodel.workload.zoo import get_model
+
+TINY = builtin_hardware("tiny")
+SMALL = builtin_hardware("small")
+CASES_PER_SEED = 250
+SEEDS = range(5)                     # 1,250 cases
+
+
+def _draw(rng: random.Random):
+    """A random (hardware, dataflow name, layer, template parameters); the layer may be one
+    that Conv2D refuses (a filter wider than its padded input), which the caller skips."""
+    hw = replace(TINY, num_pes=rng.choice([2, 4, 8, 16]), simd_lanes=rng.randint(1, 3), l1_bytes_per_pe=1 << 16,
+                 noc=(NoCLevel(rng.choice([1, 2, 4, 8, 16]), 1),), pe_drain_words=rng.choice([0, 0, 1, 2, 3]))
+    name = rng.choice(["kcp", "cp", "xp", "yxp", "nmk"])
+    if name == "nmk":
+        layer = GEMM("g", M=rng.randint(1, 14), N=rng.randint(1, 14), K=rng.randint(1, 40))
+        params = {"k_tile": rng.randint(1, 9), "m_tile": rng.randint(1, 4), "n_tile": rng.randint(1, 4),
+                  "order": "".join(rng.sample("NMK", 3))}
+        return hw, name, layer, params
+    layer = dict(K=rng.randint(1, 10), C=rng.randint(1, 20), Y=rng.randint(1, 11), X=rng.randint(1, 11),
+                   R=rng.randint(1, 4), S=rng.randint(1, 4), stride_y=rng.randint(1, 4), stride_x=rng.randint(1, 4),
+                   pad_top=rng.randint(0, 2), pad_bottom=rng.randint(0, 2), pad_left=rng.randint(0, 2),
+                   pad_right=rng.randint(0, 2))
+    params = {"kcp": lambda: {"cluster": rng.choice([1, 2, 4, 8, 64]), "k_tile": rng.randint(1, 4),
+                              "c_tile": rng.randint(1, 3), "x_tile": rng.randint(1, 12)},
+              "cp": lambda: {"k_tile": rng.randint(1, 4), "x_tile": rng.randint(1, 9)},
+              "xp": lambda: {"k_tile": rng.randint(1, 4), "c_tile": rng.randint(1, 4)},
+              "yxp": lambda: {"x_tile": rng.randint(1, 9)}}[name]()
+    if rng.random() < 0.7:
+        params["order"] = "".join(rng.sample("KCYX", 4))
+    return hw, name, layer, params
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_closed_form_equals_the_step_walk(seed):
+    rng = random.Random(seed)
+    checked = long_loops = 0
+    for _ in range(20 * CASES_PER_SEED):
+        hw, name, layer, params = _draw(rng)
+        try:
+            if isinstance(layer, dict):
+                layer = Conv2D("c", **layer)               # (refused when it has no output)
+            df = library_dataflow(name, layer, hw.num_pes, **params)
+            s = hwgen_structure(df, layer, hw)
+            t = tiles_of(s, df, layer)
+        except AccelgenError:
+            continue                                       # no output, or a tile the structure cannot hold
+        walk = reference_summary(s, t)
+        assert closed_summary(s, t) == walk, (name, params, layer, hw.num_pes, hw.simd_lanes, s.noc_words_per_cycle)
+        checked += 1
+        # (a loop of four or more iterations: its middle ones are the repeated third)
+        long_loops += any(c >= 4 for c in _trip_counts(s, t))
+        if checked == CASES_PER_SEED:
+            break
+    assert checked == CASES_PER_SEED and long_loops >= CASES_PER_SEED // 4, (checked, long_loops)
+
+
+def _trip_counts(s, t):
+    c = _Closed(s, t, TIMING)
+    return [c.trips(j, (0,) * j) for j in range(c.L)]
+
+
+def test_the_closed_form_costs_a_few_edge_situations_per_loop():
+    """On ResNet-50's layers on ``small`` (up to millions of steps a layer) the closed form
+    evaluates at most two sub-walks per loop and edge situation: its work does not grow with
+    the steps.  (Its speed is measured by ``make bench``, not here.)"""
+    for layer in get_model("resnet50").layers[:20]:
+        df = resolve_dataflow("nmk" if layer.kind == "gemm" else "kcp", layer, SMALL)
+        s = hwgen_structure(df, layer, SMALL, fit=[layer])
+        t = tiles_of(s, df, layer)
+        c = _Closed(s, t, TIMING)
+        summary = c.summary()
+        assert summary["steps"] > 1000
+        # (each loop's sub-walks: its full iterations' and its last's, per edge situation of
+        # the loops outside it, and a dimension's edge is one of two: so at most 2 ** (loops + 1))
+        assert len(c.memo) <= 2 ** (c.L + 1), (layer.name, len(c.memo))
+        assert len(c.memo) <= 64, (layer.name, len(c.memo))
