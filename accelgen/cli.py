@@ -3,6 +3,7 @@
     accelgen analyze --model resnet50 --dataflow kcp --hw small
     accelgen analyze --mapping tests/data/maestro/small_cnn_kcp.m --format json
     accelgen explore --model resnet50 --space configs/space/resnet50.yaml --out out/r50
+    accelgen map --model resnet50 --layer layer2.0.conv2 --dataflow kcp,cp --hw small --budget 2000
     accelgen emit --dataflow kcp --hw tiny --out out/kcp
     accelgen verify --dataflow kcp --hw tiny --layer conv2d:K=8,C=4,Y=6,X=6,R=3,S=3 --sim verilator
     accelgen list
@@ -58,6 +59,8 @@ _COMMANDS: tuple[_Command, ...] = (
              "analyze", "analyze_arguments", "run_analyze"),
     _Command("explore", "search a design space for the Pareto-optimal accelerators of a model",
              "explore", "explore_arguments", "run_explore"),
+    _Command("map", "search the tile sizes and loop orders of a dataflow for each layer on one hardware",
+             "mapcmd", "map_arguments", "run_map"),
     _Command("list", "list the built-in models, dataflows, hardware and presets", "analyze", "list_arguments",
              "run_list"),
     _Command("emit", "generate the accelerator's Verilog, file list and manifest", "hwcommands", "emit_arguments",

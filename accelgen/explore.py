@@ -13,19 +13,15 @@ from rich.console import Console
 
 from costmodel.analysis import PRESETS
 from costmodel.base import AccelgenError
-from costmodel.workload import ZOO, Model, workload_from_spec
 
-from .options import add_input_shape_argument, input_shapes, non_negative_int, note, positive_int, stdout_console
+from .options import add_model_arguments, model_from_args, non_negative_int, note, positive_int, stdout_console
 
 __all__ = ["explore_arguments", "run_explore"]
 
 
 def explore_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("what to search")
-    group.add_argument("--model", required=True, metavar="NAME|FILE",
-                       help=f"a built-in model ({', '.join(ZOO)}), a workload .yaml, a MAESTRO .m or an .onnx file")
-    add_input_shape_argument(group)
-    group.add_argument("--layer", metavar="NAME", help="search for this one layer of the model only")
+    add_model_arguments(group, "search for this one layer of the model only")
     group.add_argument("--space", required=True, metavar="FILE.yaml", help="a design space (configs/space/)")
     group.add_argument("--objectives", default="runtime,energy", metavar="A,B[,C]",
                        help="objectives to minimise: runtime, energy, edp, area, power (default: runtime,energy)")
@@ -70,13 +66,7 @@ def run_explore(args: argparse.Namespace) -> int:
     if args.samples is not None or args.seed is not None:
         space = replace(space, mode="random" if args.samples is not None else space.mode,
                         samples=args.samples or space.samples, seed=space.seed if args.seed is None else args.seed)
-    model = workload_from_spec(args.model, input_shapes=input_shapes(args)).model
-    if args.layer is not None:
-        layer = next((l for l in model.layers if l.name == args.layer), None)
-        if layer is None:
-            names = ", ".join(l.name for l in model.layers[:8]) + (", ..." if len(model.layers) > 8 else "")
-            raise AccelgenError(f"{model.name} has no layer {args.layer!r} (it has {names})", where="--layer")
-        model = Model(f"{model.name}.{layer.name}", (layer,))
+    model = model_from_args(args)
     plan = make_plan(space, model, objectives, constraints, args.preset, args.per_layer_dataflow)
     out_dir = Path(args.out or f"out/explore-{space.name}-{model.name}")
     try:

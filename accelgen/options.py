@@ -22,7 +22,7 @@ from costmodel.hardware import BUILTIN_HARDWARE, Hardware, builtin_hardware
 from costmodel.workload.spec import input_shapes_from_texts
 
 __all__ = ["PROG", "FORMATS", "positive_int", "non_negative_int", "bandwidth", "add_input_shape_argument",
-           "input_shapes", "add_hardware_arguments",
+           "input_shapes", "add_model_arguments", "model_from_args", "add_hardware_arguments",
            "hardware_from_args", "add_output_arguments", "stdout_console", "emit_output", "note"]
 
 PROG = "accelgen"
@@ -83,6 +83,28 @@ def add_input_shape_argument(group: Any) -> None:
 
 def input_shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
     return input_shapes_from_texts(getattr(args, "input_shape", None) or [])
+
+
+def add_model_arguments(group: Any, layer_help: str) -> None:
+    """``--model`` (required), ``--input-shape`` and ``--layer`` (one layer of the model only)."""
+    from costmodel.workload import ZOO
+    group.add_argument("--model", required=True, metavar="NAME|FILE",
+                       help=f"a built-in model ({', '.join(ZOO)}), a workload .yaml, a MAESTRO .m or an .onnx file")
+    add_input_shape_argument(group)
+    group.add_argument("--layer", metavar="NAME", help=layer_help)
+
+
+def model_from_args(args: argparse.Namespace) -> Any:
+    """The model of ``--model``, or with ``--layer`` its one layer (a model named ``MODEL.LAYER``)."""
+    from costmodel.workload import Model, workload_from_spec
+    model = workload_from_spec(args.model, input_shapes=input_shapes(args)).model
+    if args.layer is None:
+        return model
+    layer = next((l for l in model.layers if l.name == args.layer), None)
+    if layer is None:
+        names = ", ".join(l.name for l in model.layers[:8]) + (", ..." if len(model.layers) > 8 else "")
+        raise AccelgenError(f"{model.name} has no layer {args.layer!r} (it has {names})", where="--layer")
+    return Model(f"{model.name}.{layer.name}", (layer,))
 
 
 def add_hardware_arguments(parser: argparse.ArgumentParser) -> None:

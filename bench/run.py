@@ -74,24 +74,91 @@ def bench_dse(one_layer: bool, workers: int) -> tuple[float, int]:
     return state.evaluated / (time.perf_counter() - start), state.evaluated
 
 
-def bench_hwgen_steps(min_seconds: float = 1.0) -> tuple[float, float]:
-    """The hwgen preset on ResNet-50's convolutions (kcp) and its GEMM (nmk) on the 64-PE
-    ``small`` hardware: schedule steps evaluated per second, and whole layers per second."""
+def bench_hwgen_layer_eval(min_seconds: float = 1.0) -> dict:
+    """The ``hwgen`` preset on ResNet-50's convolutions (``kcp``) and its GEMM (``nmk``) on the
+    64-PE ``small`` hardware, with nothing cached: layers evaluated per second (structure, tiles
+    and the closed-form schedule), the structure and tiles alone, and the step walk's rate
+    (:func:`costmodel.hwgen_preset.walk.schedule_summary`, the reference the closed form is
+    tested equal to) from its first steps of the same layers, for the ratio."""
+    from costmodel.analysis import resolve_dataflow
+    from costmodel.hwgen_preset.closed import closed_summary
+    from costmodel.hwgen_preset.preset import hwgen_structure
+    from costmodel.hwgen_preset.rules import TIMING
+    from costmodel.hwgen_preset.structure import tiles_of
+    from costmodel.hwgen_preset.walk import step_costs, steps as walk_steps
+
     hw = builtin_hardware("small")
+    layers = [(layer, resolve_dataflow("nmk" if layer.kind == "gemm" else "kcp", layer, hw))
+              for layer in get_model("resnet50").layers]
+
+    def rate(fn) -> float:
+        n, start = 0, time.perf_counter()
+        while True:
+            for layer, df in layers:
+                fn(layer, df)
+                n += 1
+            elapsed = time.perf_counter() - start
+            if elapsed >= min_seconds:
+                return n / elapsed
+
+    def structure(layer, df):
+        s = hwgen_structure(df, layer, hw, fit=[layer])
+        return s, tiles_of(s, df, layer)
+
+    evals = rate(lambda layer, df: closed_summary(*structure(layer, df)))
+    structures = rate(structure)
+    total_steps = 0
+    walked, start = 0, time.perf_counter()
+    for layer, df in layers:
+        s, t = structure(layer, df)
+        total_steps += closed_summary(s, t)["steps"]
+        for i, st in zip(range(200), walk_steps(s, t)):      # (200 steps a layer: the walk's rate)
+            step_costs(s, t, st, ("input", "weight"), TIMING)
+            walked += 1
+    walk_steps_per_s = walked / (time.perf_counter() - start)
+    walk_evals = walk_steps_per_s / (total_steps / len(layers))
+    return {"evals": evals, "structures": structures, "walk_evals": walk_evals,
+            "steps_per_layer": total_steps / len(layers), "walk_steps": walk_steps_per_s}
+
+
+def bench_hwgen_dse(one_layer: bool, samples: int = 10_000) -> tuple[float, int]:
+    """Design points per second of a search with the ``hwgen`` preset (the generated design's own
+    timing, :class:`costmodel.dse.HwgenEvaluator`) over ``configs/space/resnet50.yaml``, one worker,
+    nothing cached before: ResNet-50's layer2.0.conv2 alone, every point enumerated; the whole
+    network, ``samples`` points drawn at random (its space takes minutes)."""
+    from dataclasses import replace
+
+    from costmodel import Model
+    from costmodel.dse import load_space, make_plan, run_search
+
     model = get_model("resnet50")
-    layers = [(layer, "nmk" if layer.kind == "gemm" else "kcp") for layer in model.layers]
-    steps = evals = 0
+    space = load_space(SPACE)
+    if one_layer:
+        layer = next(l for l in model.layers if l.name == "layer2.0.conv2")
+        model = Model("resnet50.layer2.0.conv2", (layer,))
+    else:
+        space = replace(space, mode="random", samples=samples, seed=1)
+    plan = make_plan(space, model, ("runtime_cycles", "energy_pj"), (), "hwgen")
     start = time.perf_counter()
-    while True:
-        for layer, df in layers:
-            from costmodel.analysis import resolve_dataflow
-            from costmodel.hwgen_preset.preset import hwgen_layer
-            _, _, figures = hwgen_layer(resolve_dataflow(df, layer, hw), layer, hw)
-            steps += figures["steps"]
-            evals += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_seconds:
-            return steps / elapsed, evals / elapsed
+    state = run_search(plan, workers=1)
+    return state.evaluated / (time.perf_counter() - start), state.evaluated
+
+
+# ZigZag's LOMA mapper on one layer (measured by its authors: 70-146 mappings/s).
+LOMA_MAPPINGS_PER_S = (70, 146)
+
+
+def bench_mapping_search(budget: int = 3000) -> tuple[float, int]:
+    """Mappings per second of ``accelgen map``'s search (``kcp``'s tiles and orders of ResNet-50's
+    layer2.0.conv2 on ``small``, ``hwgen`` preset, ``budget`` drawn with seed 0), refused ones
+    counted."""
+    from costmodel.dse.mapping import search_mappings
+
+    hw = builtin_hardware("small")
+    layer = next(l for l in get_model("resnet50").layers if l.name == "layer2.0.conv2")
+    start = time.perf_counter()
+    found = search_mappings(layer, "kcp", hw, budget=budget, seed=0)
+    return found.evaluated / (time.perf_counter() - start), found.refused
 
 
 def bench_rtl_resources(hardware: str, target: str = "ecp5", place_top: bool = False) -> None:
@@ -241,9 +308,22 @@ def main() -> int:
     print(f"model_layer_eval_latency: {1e3 / rate:.3f} ms")
     lo, hi = MAESTRO_MS_PER_EVAL
     print(f"model_layer_eval_vs_maestro_O2: {rate * lo / 1e3:.2f}x to {rate * hi / 1e3:.2f}x")
-    steps, layers = bench_hwgen_steps()
-    print(f"hwgen_schedule: {steps:.0f} steps/s")
-    print(f"hwgen_layer_eval: {layers:.1f} evals/s (ResNet-50 layers, kcp / nmk on small)")
+    h = bench_hwgen_layer_eval()
+    print(f"hwgen_layer_eval: {h['evals']:.0f} evals/s (ResNet-50 layers, kcp / nmk on small, nothing cached)")
+    print(f"hwgen_layer_eval_detail: structure and tiles alone {h['structures']:.0f}/s; "
+          f"{h['steps_per_layer']:.0f} steps a layer on average")
+    print(f"hwgen_layer_eval_vs_walk: {h['evals'] / h['walk_evals']:.0f}x the step walk "
+          f"({h['walk_steps']:.0f} steps/s, {h['walk_evals']:.3f} layers/s)")
+    for name, one_layer in (("hwgen_dse_one_layer", True), ("hwgen_dse_resnet50", False)):
+        rate, points = bench_hwgen_dse(one_layer)
+        print(f"{name}: {rate:.0f} designs/s")
+        print(f"{name}_detail: {points} points, 1 worker, hwgen preset (each layer once per distinct PE count, "
+              f"dataflow, lanes, NoC width and hops, L1; L2 vectorised)")
+        print(f"{name}_vs_maestro: {rate / MAESTRO_PAPER_DESIGNS_PER_S:.2f}x the paper's 0.17M designs/s")
+    rate, refused = bench_mapping_search()
+    lo, hi = LOMA_MAPPINGS_PER_S
+    print(f"mapping_search: {rate:.0f} mappings/s (kcp on layer2.0.conv2, small, hwgen; {refused} of 3000 refused)")
+    print(f"mapping_search_vs_loma: {rate / hi:.1f}x to {rate / lo:.1f}x ZigZag LOMA's 70-146 mappings/s")
     bench_rtl_resources("tiny", place_top=True)
     bench_rtl_resources("small")
     bench_rtl_busy_pes()

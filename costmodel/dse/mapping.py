@@ -1,0 +1,196 @@
+"""A mapping search per layer: the tile sizes and loop order of a library dataflow, for one
+fixed hardware, best by runtime, energy or EDP (like Timeloop's mapper, ZigZag's LOMA or GAMMA
+over MAESTRO, ``docs/dse.md``).
+
+A family's *mapping space* is the product of its template parameters' candidate values
+(:func:`mapping_space`: tiles of the dimension each one tiles, powers of two and that
+dimension's divisors up to it, and its whole extent; cluster sizes a power of two up to the
+array) and the orders of the outer level's loops that can take more than one step.  A space no
+larger than the budget is enumerated; a larger one is sampled, ``budget`` distinct mappings
+drawn with the seed, so a search is reproducible.  Each mapping is analysed by the preset
+(``hwgen``: the generated design's own timing in closed form; ``maestro``), a mapping the
+preset or the hardware refuses is counted and skipped, and the best are ranked feasible first,
+then by the objective, then by their place in the space.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from ..analysis import analyze_layer
+from ..base import AccelgenError
+from ..dataflow.directives import Cluster, TemporalMap
+from ..dataflow.library import LIBRARY, canonical_name, dataflow_label, is_library_name, library_dataflow
+from ..hardware.hardware import Hardware
+from ..results import LayerResult
+from ..workload.layers import GEMM, Conv2D, Layer, analysed_layer
+
+__all__ = ["MAPPING_OBJECTIVES", "MappingSpace", "Mapping", "MappingSearch", "mapping_space", "rank_key",
+           "search_mappings", "tile_candidates"]
+
+#: Objectives of a mapping search -> the figure minimised.
+MAPPING_OBJECTIVES: dict[str, Callable[[LayerResult], float]] = {
+    "runtime": lambda r: float(r.runtime_cycles),
+    "energy": lambda r: r.energy_pj["total"],
+    "edp": lambda r: r.energy_pj["total"] * r.runtime_cycles,
+}
+
+#: Which layer dimension each template parameter tiles (``cluster``: the array's PEs).
+_PARAM_DIM = {"k_tile": "K", "c_tile": "C", "x_tile": "X'", "m_tile": "M", "n_tile": "N"}
+
+
+def tile_candidates(extent: int) -> list[int]:
+    """Tiles worth trying along a dimension of ``extent``: powers of two and the divisors of
+    ``extent`` below it (tiles that divide it leave no edge), and ``extent`` itself."""
+    out = {extent}
+    p = 1
+    while p < extent:
+        out.add(p)
+        p *= 2
+    out.update(d for d in range(1, extent) if extent % d == 0)
+    return sorted(out)
+
+
+@dataclass(frozen=True)
+class MappingSpace:
+    family: str
+    params: tuple[tuple[str, tuple[Any, ...]], ...]   # (name, candidate values) in a fixed order
+    orders: tuple[str, ...]                           # the outer level's loop orders ("" = the template's)
+
+    @property
+    def size(self) -> int:
+        return math.prod(len(v) for _, v in self.params) * len(self.orders)
+
+    def at(self, index: int) -> dict[str, Any]:
+        """The template parameters of mapping ``index`` (mixed radix, the order innermost)."""
+        out: dict[str, Any] = {}
+        index, o = divmod(index, len(self.orders))
+        for name, values in reversed(self.params):
+            index, i = divmod(index, len(values))
+            out[name] = values[i]
+        out = dict(reversed(list(out.items())))
+        if self.orders[o]:
+            out["order"] = self.orders[o]
+        return out
+
+
+def _dim_sizes(layer: Layer) -> dict[str, int]:
+    layer = analysed_layer(layer)
+    if isinstance(layer, GEMM):
+        return {"M": layer.M, "N": layer.N, "K": layer.K}
+    assert isinstance(layer, Conv2D)
+    y = (layer.Y + layer.pad_top + layer.pad_bottom - layer.R) // layer.stride_y + 1
+    x = (layer.X + layer.pad_left + layer.pad_right - layer.S) // layer.stride_x + 1
+    return {"K": layer.K, "C": layer.C, "Y'": y, "X'": x}
+
+
+def mapping_space(layer: Layer, family: str, num_pes: int) -> MappingSpace:
+    """The mappings of library dataflow ``family`` for ``layer`` on ``num_pes`` PEs."""
+    if not is_library_name(family):
+        raise AccelgenError(f"unknown dataflow {family!r}; expected one of {', '.join(LIBRARY)}", where="--dataflow")
+    family = canonical_name(family)
+    template = LIBRARY[family]
+    kind = "gemm" if isinstance(analysed_layer(layer), GEMM) else "conv2d"
+    if template.layer_kind != kind:
+        raise AccelgenError(f"{family} is for {template.layer_kind} layers, not the {kind} layer {layer.name!r}",
+                            where="--dataflow")
+    sizes = _dim_sizes(layer)
+    pes = [p for p in tile_candidates(num_pes) if p & (p - 1) == 0]
+    params = []
+    for name in template.defaults:
+        if name == "cluster" or (family == "nmk" and name == "k_tile"):   # (nmk's k_tile is its cluster)
+            values = pes if name == "cluster" else [p for p in pes if p <= max(sizes["K"], 1)] or [1]
+        else:
+            values = tile_candidates(sizes[_PARAM_DIM[name]])
+        params.append((name, tuple(values)))
+    # (the outer level's TemporalMaps whose dimension can take more than one step: the order of
+    # the others, whole filters and the like, changes nothing)
+    df = library_dataflow(family, layer, num_pes)
+    outer = []
+    for d in df.directives:
+        if isinstance(d, Cluster):
+            break
+        if isinstance(d, TemporalMap) and d.dim.rstrip("'") + ("'" if d.dim[0] in "YX" else "") in sizes \
+                and d.dim not in outer:
+            outer.append(d.dim)
+    orders = tuple("".join(p) for p in itertools.permutations(outer)) if len(outer) > 1 else ("",)
+    return MappingSpace(family, tuple(params), orders)
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """One evaluated mapping."""
+
+    index: int
+    family: str
+    params: dict[str, Any]
+    result: LayerResult
+    score: float
+
+    @property
+    def label(self) -> str:
+        """``kcp(cluster=8,k_tile=2,...)``: what ``--dataflow`` takes to run this mapping."""
+        return dataflow_label(self.family, self.params)
+
+
+@dataclass
+class MappingSearch:
+    """What a search of one layer found: the best mappings, and how many it evaluated, how many
+    the preset refused, and the size of the space."""
+
+    layer: Layer
+    family: str
+    objective: str
+    space_size: int
+    evaluated: int = 0
+    refused: int = 0
+    best: list[Mapping] = field(default_factory=list)
+    interrupted: bool = False
+    first_refusal: str = ""         # why the first refused mapping was refused
+
+
+def rank_key(m: Mapping) -> tuple:
+    return (not m.result.feasible, m.score, m.index)
+
+
+def search_mappings(layer: Layer, family: str, hw: Hardware, *, preset: str = "hwgen", objective: str = "runtime",
+                    budget: int = 1000, seed: int = 0, keep: int = 10,
+                    on_progress: Callable[[MappingSearch], None] | None = None) -> MappingSearch:
+    """Search ``family``'s mappings of ``layer`` on ``hw``: every one if the space holds no more
+    than ``budget``, else ``budget`` distinct ones drawn with ``seed``; the ``keep`` best, ranked
+    feasible first, then by ``objective``, then by index.  Ctrl-C stops it with what it found
+    (``interrupted``)."""
+    if objective not in MAPPING_OBJECTIVES:
+        raise AccelgenError(f"unknown objective {objective!r}; expected one of {', '.join(MAPPING_OBJECTIVES)}",
+                            where="--objective")
+    if budget < 1:
+        raise AccelgenError(f"expected a positive number of mappings, not {budget!r}", where="--budget")
+    space = mapping_space(layer, family, hw.num_pes)
+    indices: Sequence[int] = (range(space.size) if space.size <= budget
+                              else sorted(random.Random(seed).sample(range(space.size), budget)))
+    out = MappingSearch(layer, space.family, objective, space.size)
+    score_of = MAPPING_OBJECTIVES[objective]
+    try:
+        for n, index in enumerate(indices):
+            params = space.at(index)
+            try:
+                df = library_dataflow(space.family, layer, hw.num_pes, **params)
+                result = analyze_layer(layer, df, hw, preset)
+            except AccelgenError as exc:
+                out.refused += 1
+                out.first_refusal = out.first_refusal or str(exc)
+            else:
+                out.best.append(Mapping(index, space.family, params, result, score_of(result)))
+                if len(out.best) > 4 * keep:
+                    out.best = sorted(out.best, key=rank_key)[:keep]
+            out.evaluated += 1
+            if on_progress is not None and (n % 64 == 63 or n == len(indices) - 1):
+                on_progress(out)
+    except KeyboardInterrupt:
+        out.interrupted = True
+    out.best = sorted(out.best, key=rank_key)[:keep]
+    return out
