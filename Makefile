@@ -13,6 +13,8 @@ FPGA_STAMP  := $(VENV)/.fpga-stamp
 WITH_ENV    := source scripts/env.sh &&
 
 PYTEST_ARGS ?=
+# two pytest workers (pytest-xdist): the Icarus and the Verilator tests each on one (conftest.py)
+PYTEST_WORKERS ?= 2
 HW          ?= configs/hw/small.yaml
 
 .PHONY: all venv tools test demo bench validate-maestro validate-rtl clean distclean
@@ -32,7 +34,7 @@ $(TOOLS_STAMP): scripts/ensure_tools.sh | $(VENV_STAMP)
 	touch $@
 
 test: $(VENV_STAMP) $(TOOLS_STAMP) $(FPGA_STAMP)
-	$(WITH_ENV) $(PY) -m pytest $(PYTEST_ARGS)
+	$(WITH_ENV) $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 demo: $(VENV_STAMP) $(TOOLS_STAMP)
 	$(WITH_ENV) $(VENV)/bin/accelgen analyze --model resnet50 --dataflow kcp --hw $(HW)

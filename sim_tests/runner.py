@@ -51,7 +51,18 @@ def _design_sources(structure: HwStructure, l2_words: dict[str, int]) -> list[Pa
     folder = simenv.SIM_BUILD / "designs" / design_id(structure, l2_words)
     sources = [folder / name for name in ipfiles.VERILOG_FILES]
     if not all(src.exists() for src in sources):
-        assert [p.name for p in write_design_sources(structure, l2_words, folder)] == [p.name for p in sources]
+        # (written beside it and renamed into place whole: another process, a test worker of
+        # the other simulator, may build the same design at the same time, and must never read
+        # a half-written file; a folder left incomplete by an interrupted writer is replaced)
+        tmp = folder.with_name(f"{folder.name}.tmp{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        assert [p.name for p in write_design_sources(structure, l2_words, tmp)] == [p.name for p in sources]
+        if folder.exists() and not all(src.exists() for src in sources):
+            shutil.rmtree(folder, ignore_errors=True)
+        try:
+            os.rename(tmp, folder)
+        except OSError:                         # (the other process's came first: the same files)
+            shutil.rmtree(tmp, ignore_errors=True)
     return sources
 
 

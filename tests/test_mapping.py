@@ -89,7 +89,8 @@ def test_tile_candidates(extent):
     assert all(1 << i in got for i in range(extent.bit_length()) if 1 << i <= extent)
 
 
-def test_map_prints_the_best_mapping_per_layer(capsys, tmp_path):
+def test_map_prints_the_best_mapping_per_layer(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")             # (the mappings unfolded, on one line each)
     model = tmp_path / "m.yaml"
     model.write_text("name: m\nlayers:\n  - {name: a, type: conv2d, K: 8, C: 6, Y: 6, X: 7, R: 3, S: 3, padding: 1}\n"
                      "  - {name: fc, type: gemm, M: 6, N: 10, K: 12}\n")

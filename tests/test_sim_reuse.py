@@ -3,6 +3,8 @@ stopped (``sim_tests.runner.run_jobs(reuse=True)``): a job is simulated once per
 and simulator; one that did not finish, a changed job or another simulator is simulated again.
 No simulator runs here: the simulation is replaced by a recorder."""
 
+from pathlib import Path
+
 import pytest
 
 from costmodel.dataflow.spec import resolve_dataflow
@@ -115,3 +117,31 @@ def test_a_build_folder_says_which_generator_made_it_and_when_it_was_used(tmp_pa
     simenv.build_dir("accel_y", "verilator", "g1")
     assert calls == ["g1"]                            # once per process
     assert path.is_dir() and json.loads((tmp_path / "accel_x" / simenv.STAMP).read_text()) == {"generator": "g1"}
+
+
+def test_design_sources_appear_whole(jobs_and_calls, monkeypatch):
+    """Two test workers (one per simulator) may generate the same design at once: its sources are
+    written beside their folder and renamed into place whole, a folder left half-written is
+    replaced, and a writer that finds the folder already placed keeps that one."""
+    structure, l2, _, _ = jobs_and_calls
+    folder = simenv.SIM_BUILD / "designs" / runner.design_id(structure, l2)
+    folder.mkdir(parents=True)
+    (folder / "partial.v").write_text("module half")                  # an interrupted writer's
+    sources = runner._design_sources(structure, l2)
+    assert all(p.exists() and p.stat().st_size > 0 for p in sources) and not (folder / "partial.v").exists()
+    first = {p.name: p.read_text() for p in sources}
+    # another writer placed it between the check and the rename: ours is dropped, theirs kept
+    import os
+    import shutil
+    shutil.rmtree(folder)
+    real_rename = os.rename
+
+    def other_first(src, dst):
+        shutil.copytree(src, dst)               # (the other worker's rename, just before ours)
+        (Path(dst) / "theirs").write_text("")
+        real_rename(src, dst)
+    monkeypatch.setattr(runner.os, "rename", other_first)
+    assert runner._design_sources(structure, l2) == sources
+    monkeypatch.undo()
+    assert {p.name: p.read_text() for p in sources} == first and (folder / "theirs").exists()
+    assert [p.name for p in folder.parent.iterdir()] == [folder.name]      # no temporary folder left
