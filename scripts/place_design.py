@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from costmodel.base import AccelgenError  # noqa: E402
-from accelgen.synth import (CLOCK_SITE, PNR_TIMING_EFFORT, TARGETS, _DEFINES, _nextpnr_ecp5,  # noqa: E402
-                            nextpnr_missing)
+from accelgen.synth import (clock_lpf, nextpnr_ecp5, nextpnr_ecp5_args, nextpnr_missing,  # noqa: E402
+                            yosys_ecp5_script)
 
 
 def _stage(what: str, out: Path, cmd: list[str], cwd: Path, log: str) -> None:
@@ -91,14 +91,12 @@ def _run(args) -> int:
         tmp.rename(out / "design")
         print(f"place_design: {summary.replace(str(tmp), str(out / 'design'))}")
     if not (out / "netlist.json").exists():
-        _stage("yosys synth_ecp5", out, ["yosys", "-q", "-p", f"read_verilog {_DEFINES['ecp5']} {verilog}; "
-                                          f"{TARGETS['ecp5']} -top {TOP} -json netlist.partial.json; "
-                                          "tee -o yosys_stat.txt stat"], out, "yosys.log")
+        script = yosys_ecp5_script([str(verilog)], TOP, "netlist.partial.json") + "; tee -o yosys_stat.txt stat"
+        _stage("yosys synth_ecp5", out, ["yosys", "-q", "-p", script], out, "yosys.log")
         (out / "netlist.partial.json").rename(out / "netlist.json")
-    (out / "clock.lpf").write_text(f'LOCATE COMP "clk" SITE "{CLOCK_SITE}";\nIOBUF PORT "clk" IO_TYPE=LVCMOS33;\n')
-    nextpnr = _nextpnr_ecp5()
-    common = ["--" + args.device, "--package", "CABGA381", "--lpf", "clock.lpf", "--freq", "100",
-              "--timing-allow-fail", "--lpf-allow-unconstrained", "--seed", str(args.seed), *PNR_TIMING_EFFORT]
+    (out / "clock.lpf").write_text(clock_lpf())
+    nextpnr = nextpnr_ecp5()
+    common = nextpnr_ecp5_args(args.device, "CABGA381", "clock.lpf", 100, args.seed)
     if not (out / "placed.json").exists():
         _stage("nextpnr placement", out, [nextpnr, "--json", "netlist.json", *common, "--no-route",
                                           "--write", "placed.partial.json"], out, "place.log")
@@ -111,12 +109,9 @@ def _run(args) -> int:
         (out / "sta.txt").write_text(sta.stdout)
     print(f"place_design: placed: {(out / 'sta.txt').read_text().splitlines()[0]} (rough: scripts/placed_sta.py)")
     if args.route and not (out / "report.json").exists():
-        # (the placement's JSON keeps the router it was run with: router2, as accelgen.synth)
-        placed = (out / "placed.json").read_text().replace('"router": "router1"', '"router": "router2"')
-        (out / "placed_r2.json").write_text(placed)
-        _stage("nextpnr routing (router2)", out, [nextpnr, "--json", "placed_r2.json", *common, "--no-place",
-                                                  "--router", "router2", "--report", "report.partial.json",
-                                                  "--write", "routed.json"], out, "route.log")
+        _stage("nextpnr routing (router2)", out, [nextpnr, "--json", "placed.json", *common, "--no-place",
+                                                  "--report", "report.partial.json", "--write", "routed.json"],
+               out, "route.log")
         (out / "report.partial.json").rename(out / "report.json")
     if (out / "report.json").exists():
         fmax = json.loads((out / "report.json").read_text()).get("fmax", {})
