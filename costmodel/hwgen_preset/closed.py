@@ -26,9 +26,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .rules import (LOOP_DIMS, TENSOR_LOOP_DIMS, TIMING, TimingConstants, check_timing, drain_latency, drain_runs, ingress,
-                    input_span, load_latency, tensor_load)
+                    input_span, load_latency, sliding, tensor_load)
 from .structure import HwStructure, LayerTiles
-from .walk import Step, _loop_params, _slides, traffic_totals
+from .walk import Step, _loop_params, traffic_totals
 
 __all__ = ["closed_summary", "hwgen_cycles"]
 
@@ -97,6 +97,12 @@ class _Closed:
                               t.t1[d] * (s.n1 if s.spatial[1] == d else 1)))
         self.memo: dict = {}
         self.opens: dict = {}
+        # the axes along which a load can slide (rules.slides: a sliding design, a stride
+        # narrower than the filter), with the loop dims that must stay put for it to
+        self.slide_axes = []
+        for d, filt, stride, other in (("X", "S", t.stride_x, "CY"), ("Y", "R", t.stride_y, "CX")):
+            if sliding(s, d) and stride < t.dims[filt]:
+                self.slide_axes.append((d, LOOP_DIMS.index(d), tuple(LOOP_DIMS.index(o) for o in other)))
 
     # -- positions ------------------------------------------------------------------------------
     def step(self, pos: tuple) -> Step:
@@ -173,12 +179,23 @@ class _Closed:
             loaded, slide = ("input", "weight"), {}
         else:
             loaded = tuple(name for name in ("input", "weight") if _moved(name, before, st))
-            slide = _slides(self.s, self.t, before, st) if "input" in loaded else {}
+            slide = self.slides(before, st) if "input" in loaded else {}
         key = (rec.edges, loaded, slide.get("X", False), slide.get("Y", False))
         got = self.opens.get(key)
         if got is None:
             got = self.opens[key] = _StepGeometry(self.s, self.t, st).loads(loaded, slide, self.timing)
         return got
+
+    def slides(self, before: Step, st: Step) -> dict[str, bool]:
+        """Along which axes ``st``'s input window slid after ``before``'s (:func:`.rules.slides`,
+        as :func:`.walk._slides` decides it): the same positions along the input's other loop
+        dims, and a start past the one before."""
+        out = {}
+        for d, di, other in self.slide_axes:
+            if all(before.b0[i] == st.b0[i] and before.r1[i] == st.r1[i] for i in other) \
+                    and st.b0[di] + st.r1[di] > before.b0[di] + before.r1[di]:
+                out[d] = True
+        return out
 
     def slot(self, load: int, compute: int, drain: int) -> tuple:
         cycles = max(max(load, compute, drain) + self.timing.slot_overhead_cycles, self.timing.min_slot_cycles)
@@ -202,9 +219,10 @@ class _Closed:
         for i, r in b.recs.items():
             recs[na + i] = r
         recs[na] = recs[na]._replace(load=load)
-        add = _plus(a.add, b.add, opened, _bump(_ZERO, drain_cycles=drain, drained=ra.words_if_ends if ends else 0))
+        parts = [a.add, b.add, opened, _bump(_ZERO, drain_cycles=drain, drained=ra.words_if_ends if ends else 0)]
         for k in range(max(2, na), min(na + 1, n - 1) + 1):
-            add = _plus(add, self.slot(recs[k].load, recs[k - 1].compute, recs[k - 2].drain))
+            parts.append(self.slot(recs[k].load, recs[k - 1].compute, recs[k - 2].drain))
+        add = _plus(*parts)
         keep = {0, 1, n - 2, n - 1}
         return _Seg(add, {i: r for i, r in recs.items() if i in keep}, b.last)
 
