@@ -202,15 +202,22 @@ class Controller:
         #                             reaches it when none fits
 
         def none_fits(tag):
-            """No loop inside fits: an AND of settled registers, each loop's own kept copies of
-            them (so synthesis cannot share the ANDs of nested loops as one chain)."""
+            """No loop inside fits: an AND of kept copies of their ``fits`` registers, each
+            loop's own copies (so synthesis cannot share the ANDs of nested loops as one chain)."""
             if not inner_fits:
                 return Const(1)
             return ~Cat(*[pipe(m, f, f"odo_fits{j}_{tag}") for j, f in inner_fits]).any()
         inner_dims = {d for lv, d in s.loops if lv == 1}
         assert all(lv == 1 for lv, _ in s.loops[len(s.loops) - len(inner_dims):]), "level-1 loops are inside level 0's"
-        for idx in reversed(range(len(s.loops))):
-            lv, d = s.loops[idx]
+        # each loop's position plus its step (settled), its limits (statics, clamped at 0 and
+        # unsigned: no position is below one then, and each comparison is the positions' width)
+        # and ``fits``: a register of whether the position the loop holds can take one more step,
+        # set with the position (at the start, and at a shift that moves the loop) from
+        # comparisons of the registers the position is chosen from (its plus, or 0, or for a
+        # level-1 loop's start the new b0), never from the position itself: its paths are a
+        # register, a comparison against a static and a choice by the odometer's registers
+        loop = {}
+        for idx, (lv, d) in enumerate(s.loops):
             di = LOOP_DIMS.index(d)
             units = (s.n0 if lv == 0 else s.n1) if s.spatial[lv] == d else 1
             step = g.scaled(lv, d, units) if units > 1 else (g.T0[d] if lv == 0 else g.T1[d])
@@ -218,27 +225,28 @@ class Controller:
             # stage from the configuration, like ``step``: ready by the first shift)
             step_cfg = times(units, (g.T0 if lv == 0 else g.T1)[d])
             cur = pos_b0[di] if lv == 0 else pos_r1[di]
-            nxt = nxt_b0[di] if lv == 0 else nxt_r1[di]
-            plus = settled((cur + step)[:COORD], f"odo_plus{idx}")
-            # (each limit clamped at 0, unsigned: no position is below it then, and the
-            # comparisons are the positions' width, with nothing after their carry chains but
-            # the AND: a signed one took three LUTs after its chain on tiny's routed path)
+            x = {"lv": lv, "d": d, "di": di, "cur": cur, "nxt": nxt_b0[di] if lv == 0 else nxt_r1[di],
+                 "plus": settled((cur + step)[:COORD], f"odo_plus{idx}"), "fits": Signal(name=f"odo_fits{idx}")}
             if lv == 0:
-                lim = g.static(_at_least_zero(g.D[d] - step_cfg), f"odo_lim{idx}")
-                fits_now = wire(m, cur < lim, f"odo_fits{idx}_now")
+                x["lim"] = g.static(_at_least_zero(g.D[d] - step_cfg), f"odo_lim{idx}")
             else:       # inside the level-0 tile and the layer: b0 + r1 + step < min(b0 + T0, D)
-                lim_t = g.static(_at_least_zero(g.T0[d] - step_cfg), f"odo_lim_t{idx}")
-                lim_d = g.static(_at_least_zero(g.D[d] - step_cfg), f"odo_lim_d{idx}")
-                fits_now = wire(m, (cur < lim_t) & (pos_start[di] < lim_d), f"odo_fits{idx}_now")
-                start_plus = settled((pos_start[di] + step)[:COORD], f"odo_start_plus{idx}")
-            fits = settled(fits_now, f"odo_fits{idx}")
-            reaches = wire(m, none_fits(f"c{idx}"), f"odo_carry{idx}")
-            inner_fits.append((idx, fits_now))
-            with m.If(reaches):
+                x["lim_t"] = g.static(_at_least_zero(g.T0[d] - step_cfg), f"odo_lim_t{idx}")
+                x["lim"] = g.static(_at_least_zero(g.D[d] - step_cfg), f"odo_lim_d{idx}")
+                x["start_plus"] = settled((pos_start[di] + step)[:COORD], f"odo_start_plus{idx}")
+            loop[idx] = x
+        for idx in reversed(range(len(s.loops))):
+            x = loop[idx]
+            x["reaches"] = wire(m, none_fits(f"c{idx}"), f"odo_carry{idx}")
+            inner_fits.append((idx, x["fits"]))
+        outer_of = {x["d"]: x for x in loop.values() if x["lv"] == 0}
+        for idx in reversed(range(len(s.loops))):
+            x = loop[idx]
+            lv, d, di, nxt, plus, fits = x["lv"], x["d"], x["di"], x["nxt"], x["plus"], x["fits"]
+            with m.If(x["reaches"]):
                 with m.If(fits):
                     m.d.comb += nxt.eq(plus)
                     if lv == 1:
-                        m.d.comb += nxt_start[di].eq(start_plus)
+                        m.d.comb += nxt_start[di].eq(x["start_plus"])
                     elif d not in inner_dims:       # (the start is b0)
                         m.d.comb += nxt_start[di].eq(plus)
                 with m.Else():
@@ -247,6 +255,27 @@ class Controller:
                         m.d.comb += nxt_start[di].eq(nxt_b0[di])
                     elif d not in inner_dims:
                         m.d.comb += nxt_start[di].eq(0)
+            if lv == 0:
+                at_zero = wire(m, x["lim"] != 0, f"odo_fits{idx}_zero")
+                stepped = wire(m, plus < x["lim"], f"odo_fits{idx}_plus")
+                wrapped = at_zero
+            else:
+                lim_t_nz = wire(m, x["lim_t"] != 0, f"odo_fits{idx}_zero_t")
+                at_zero = wire(m, lim_t_nz & (x["lim"] != 0), f"odo_fits{idx}_zero")
+                stepped = wire(m, (plus < x["lim_t"]) & (x["start_plus"] < x["lim"]), f"odo_fits{idx}_plus")
+                # (back to r1 = 0: the start is the new b0, which the level-0 loop of the same
+                # dimension moves on, wraps to 0, or leaves)
+                outer = outer_of.get(d)
+                if outer is None:
+                    b0_fits = x["lim"] != 0
+                else:
+                    b0_fits = Mux(outer["reaches"], Mux(outer["fits"], outer["plus"] < x["lim"], x["lim"] != 0),
+                                  outer["cur"] < x["lim"])
+                wrapped = wire(m, lim_t_nz & b0_fits, f"odo_fits{idx}_wrap")
+            with m.If(shift_odo & x["reaches"]):
+                m.d.sync += fits.eq(Mux(fits, stepped, wrapped))
+            with m.If(start):
+                m.d.sync += fits.eq(at_zero)
         last = wire(m, none_fits("last"), "odo_last")       # every loop wraps: the walk's last step
 
         with m.If(start):
