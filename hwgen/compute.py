@@ -138,9 +138,16 @@ class Compute:
                 m.d.sync += mac[n].eq(mac[n] + steps_by[n])
             with m.Elif(mv[f"{n}_zero"]):
                 m.d.sync += mac[n].eq(0)
-        # (the filter position's next value, for the operand offsets' registers: _addresses)
-        f_next = wire(m, Mux(mv["f"], mac["f"] + steps_by["f"], Mux(mv["issue"], 0, mac["f"]))[:COORD],
-                      "mac_f_next", COORD)
+        # (the filter position's next value, for the operand offsets' registers: _addresses;
+        # its moved value is a register kept a step ahead of it, so no sum lies between the
+        # position and the offsets' choice: on tiny's routed critical path, seed 3, the sum's
+        # carry chain sat before that choice)
+        f_plus = Signal(COORD, name="mac_f_plus", init=steps_by["f"])
+        with m.If(mv["f"]):
+            m.d.sync += f_plus.eq(f_plus + steps_by["f"])
+        with m.Elif(mv["f_zero"]):
+            m.d.sync += f_plus.eq(steps_by["f"])
+        f_next = wire(m, Mux(mv["f"], f_plus, Mux(mv["issue"], 0, mac["f"]))[:COORD], "mac_f_next", COORD)
         # (a sliding design: where the step's input window starts in its L1, its first column
         # modulo M and its first row modulo M_y, as fields of an address: rules.l1_input_fields)
         origin = None
