@@ -14,7 +14,8 @@ from rich.console import Console
 from rich.table import Table
 
 from costmodel.base import AccelgenError
-from costmodel.dse.mapping import MAPPING_OBJECTIVES, MappingSearch, mapping_space, rank_key, search_mappings
+from costmodel.dse.mapping import (MAPPING_OBJECTIVES, MappingSearch, family_kind, mapping_space, rank_key,
+                                   search_mappings)
 from costmodel.workload import GEMM
 from costmodel.workload.layers import analysed_layer
 
@@ -63,7 +64,7 @@ def run_map(args: argparse.Namespace) -> int:
     defaulted: set[str] = set()
     for layer in model.layers:
         kind = "gemm" if isinstance(analysed_layer(layer), GEMM) else "conv2d"
-        fams = [f for f in _families(args, kind) if _kind_of(f) == kind]
+        fams = [f for f in _families(args, kind) if family_kind(f) == kind]
         if not fams and args.layer is not None:
             raise AccelgenError(f"no dataflow of --dataflow is for {kind} layers like {layer.name!r}; expected "
                                 f"one of {'nmk' if kind == 'gemm' else 'kcp, yrp, yxp, xp, cp'}", where="--dataflow")
@@ -117,13 +118,6 @@ def run_map(args: argparse.Namespace) -> int:
          f"{sum(r.refused for r in results)} refused by the {args.preset} preset"
          + ("; interrupted: the best found so far" if interrupted else ""))
     return 130 if interrupted else 0
-
-
-def _kind_of(family: str) -> str:
-    from costmodel.dataflow.library import LIBRARY, canonical_name, is_library_name
-    if not is_library_name(family):
-        raise AccelgenError(f"unknown dataflow {family!r}; expected one of {', '.join(LIBRARY)}", where="--dataflow")
-    return LIBRARY[canonical_name(family)].layer_kind
 
 
 def _row(m) -> dict[str, Any]:

@@ -372,7 +372,7 @@ class HwgenEvaluator:
         self.plan = plan
         self._keys = self._key_axes(plan)
         self._cache: dict[tuple, Any] = {}
-        self._scalar = ScalarEvaluator(plan) if plan.per_layer else None
+        self._scalar = ScalarEvaluator(plan)        # (per-layer mode; and a layer's analysis)
 
     @staticmethod
     def _key_axes(plan: Plan) -> list[int]:
@@ -381,10 +381,10 @@ class HwgenEvaluator:
         return [i for i, axis in enumerate(plan.axes) if axis.name in names]
 
     def layer_choices(self, flat: int) -> list[int] | None:
-        return self._scalar.layer_choices(flat) if self._scalar is not None else None
+        return self._scalar.layer_choices(flat)
 
     def evaluate(self, flat: np.ndarray) -> Metrics:
-        if self._scalar is not None:
+        if self.plan.per_layer:
             return self._scalar.evaluate(flat)
         plan = self.plan
         flat = np.asarray(flat, dtype=np.int64)
@@ -402,8 +402,8 @@ class HwgenEvaluator:
             found = self._combination(int(flat[first[u]]))
             if found is not None:
                 valid[u], (runtime[u], energy[u], need[u]) = True, found
-        l2 = np.asarray(plan.axes[[a.name for a in plan.axes].index("l2_bytes")].values, dtype=np.int64)[
-            idx[[a.name for a in plan.axes].index("l2_bytes")]]
+        at = [a.name for a in plan.axes].index("l2_bytes")
+        l2 = np.asarray(plan.axes[at].values, dtype=np.int64)[idx[at]]
         need_p = need[inverse]
         fits = (need_p[:, 0] <= l2 // 4) & (need_p[:, 1] <= l2 // 4) & (need_p[:, 2] <= l2 // 8)   # (l2_split)
         ok = valid[inverse]
@@ -423,7 +423,7 @@ class HwgenEvaluator:
             k = (type(layer).__name__, layer.describe(), kind, choice, hw.num_pes, hw.simd_lanes,
                  hw.noc_at(0).bandwidth_words_per_cycle, hw.noc_at(0).hops, hw.l1_bytes_per_pe)
             if k not in self._cache:
-                result = self._scalar_analyze(layer, choice, hw)
+                result = self._scalar._analyze(layer, choice, hw)
                 self._cache[k] = None if result is None else (
                     result.runtime_cycles, result.energy_pj["total"],
                     np.array([result.l2_words[t] for t in ("input", "weight", "output")], dtype=np.int64))
@@ -434,14 +434,6 @@ class HwgenEvaluator:
             energy = energy + found[1]
             np.maximum(need, found[2], out=need)
         return runtime, energy, need
-
-    def _scalar_analyze(self, layer: Layer, choice: int, hw: Hardware):
-        spec = self.plan.choices(_kind(layer))[choice]
-        try:
-            df = library_dataflow(spec.family, layer, hw.num_pes, **dict(spec.params))
-            return analyze_layer(layer, df, hw, "hwgen")
-        except AccelgenError:
-            return None
 
 
 #: Presets with a vectorised evaluator; any other preset of ``analysis.PRESETS`` runs scalar.

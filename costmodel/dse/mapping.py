@@ -27,10 +27,11 @@ from ..dataflow.directives import Cluster, TemporalMap
 from ..dataflow.library import LIBRARY, canonical_name, dataflow_label, is_library_name, library_dataflow
 from ..hardware.hardware import Hardware
 from ..results import LayerResult
-from ..workload.layers import GEMM, Conv2D, Layer, analysed_layer
+from ..workload.layers import GEMM, Layer, analysed_layer
+from ..workload.problem import problems_of
 
 __all__ = ["MAPPING_OBJECTIVES", "MappingSpace", "Mapping", "MappingSearch", "mapping_space", "rank_key",
-           "search_mappings", "tile_candidates"]
+           "search_mappings", "tile_candidates", "family_kind"]
 
 #: Objectives of a mapping search -> the figure minimised.
 MAPPING_OBJECTIVES: dict[str, Callable[[LayerResult], float]] = {
@@ -79,19 +80,22 @@ class MappingSpace:
 
 
 def _dim_sizes(layer: Layer) -> dict[str, int]:
-    layer = analysed_layer(layer)
-    if isinstance(layer, GEMM):
-        return {"M": layer.M, "N": layer.N, "K": layer.K}
-    assert isinstance(layer, Conv2D)
-    y = (layer.Y + layer.pad_top + layer.pad_bottom - layer.R) // layer.stride_y + 1
-    x = (layer.X + layer.pad_left + layer.pad_right - layer.S) // layer.stride_x + 1
-    return {"K": layer.K, "C": layer.C, "Y'": y, "X'": x}
+    """The extents the template parameters tile: the analysed problem's (a convolution's in
+    output rows and columns; a dilated one's first phase, the largest)."""
+    dims = problems_of(analysed_layer(layer))[0].dims
+    return {d: dims[d] for d in ("M", "N", "K", "C", "Y'", "X'") if d in dims}
+
+
+def family_kind(family: str) -> str:
+    """The layer kind (``conv2d``, ``gemm``) of library dataflow ``family``; one line if unknown."""
+    if not is_library_name(family):
+        raise AccelgenError(f"unknown dataflow {family!r}; expected one of {', '.join(LIBRARY)}", where="--dataflow")
+    return LIBRARY[canonical_name(family)].layer_kind
 
 
 def mapping_space(layer: Layer, family: str, num_pes: int) -> MappingSpace:
     """The mappings of library dataflow ``family`` for ``layer`` on ``num_pes`` PEs."""
-    if not is_library_name(family):
-        raise AccelgenError(f"unknown dataflow {family!r}; expected one of {', '.join(LIBRARY)}", where="--dataflow")
+    family_kind(family)
     family = canonical_name(family)
     template = LIBRARY[family]
     kind = "gemm" if isinstance(analysed_layer(layer), GEMM) else "conv2d"
