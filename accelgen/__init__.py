@@ -8,6 +8,7 @@ The only package that imports the cost model (:mod:`costmodel`), the RTL generat
 * :mod:`.analyze` — ``analyze`` and ``list``
 * :mod:`.explore` — ``explore``
 * :mod:`.hwcommands` — ``emit`` and ``verify``
+* :mod:`.flow`, :mod:`.flow_report` — ``flow`` and its report
 * :mod:`.report` — tables, JSON and CSV of analysis results
 """
 

@@ -6,6 +6,7 @@
     accelgen map --model resnet50 --layer layer2.0.conv2 --dataflow kcp,cp --hw small --budget 2000
     accelgen emit --dataflow kcp --hw tiny --out out/kcp
     accelgen verify --dataflow kcp --hw tiny --layer conv2d:K=8,C=4,Y=6,X=6,R=3,S=3 --sim verilator
+    accelgen flow --model configs/workloads/tiny_cnn.yaml --space configs/space/flow_demo.yaml --out out/flow
     accelgen list
 
 Each subcommand is one entry of :data:`_COMMANDS` (its arguments and its run function, imported
@@ -67,6 +68,8 @@ _COMMANDS: tuple[_Command, ...] = (
              "run_emit"),
     _Command("verify", "run a layer on the generated RTL in a simulator: cycles and numerics",
              "hwcommands", "verify_arguments", "run_verify"),
+    _Command("flow", "from a network to a verified, synthesised accelerator and a report, in one command",
+             "flow", "flow_arguments", "run_flow"),
 )
 
 

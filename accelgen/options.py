@@ -23,7 +23,8 @@ from costmodel.workload.spec import input_shapes_from_texts
 
 __all__ = ["PROG", "FORMATS", "positive_int", "non_negative_int", "bandwidth", "add_input_shape_argument",
            "input_shapes", "add_model_arguments", "model_from_args", "add_hardware_arguments",
-           "hardware_from_args", "add_output_arguments", "stdout_console", "emit_output", "note"]
+           "hardware_from_args", "add_fpga_arguments", "fpga_from_args", "add_output_arguments", "stdout_console",
+           "emit_output", "note"]
 
 PROG = "accelgen"
 FORMATS = ("table", "json", "csv")
@@ -142,6 +143,35 @@ def hardware_from_args(args: argparse.Namespace) -> tuple[Hardware, tuple[str, .
             changes[keyword] = value
             shown.append(f"{option} {value}")
     return (hw.with_overrides(**changes) if changes else hw), tuple(shown)
+
+
+# --- FPGA figures (explore, flow) ------------------------------------------------------------------
+
+def add_fpga_arguments(group: Any) -> None:
+    """``--fpga-target`` (the resource model of the metrics luts, ffs, dsps, brams) and ``--part``
+    (a device whose limits become constraints)."""
+    from costmodel.fpga import FPGA_TARGETS, PARTS
+    group.add_argument("--fpga-target", choices=FPGA_TARGETS, metavar="TARGET",
+                       help=f"the FPGA whose resource model gives luts, ffs, dsps and brams: {', '.join(FPGA_TARGETS)} "
+                            "(default: ecp5, or the family of --part)")
+    group.add_argument("--part", metavar="NAME",
+                       help=f"an FPGA the design must fit: its LUTs, FFs, DSPs and block RAMs become constraints "
+                            f"({', '.join(PARTS)})")
+
+
+def fpga_from_args(args: argparse.Namespace) -> tuple[str, tuple[Any, ...]]:
+    """The FPGA target and the part's constraints (none without ``--part``) of
+    :func:`add_fpga_arguments`' options."""
+    from costmodel.dse.plan import part_constraints
+    from costmodel.fpga import find_part
+    target = getattr(args, "fpga_target", None)
+    name = getattr(args, "part", None)
+    if name is None:
+        return target or "ecp5", ()
+    part = find_part(name)
+    if target is not None and target != part.target:
+        raise AccelgenError(f"{part.name} is a part of target {part.target!r}, not {target!r}", where="--fpga-target")
+    return part.target, part_constraints(part.name)
 
 
 # --- output ---------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ clock.  Paths from and to the pins themselves are not clocked and not in the fig
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -35,7 +36,7 @@ from costmodel.base import AccelgenError
 
 __all__ = ["Target", "TARGETS", "Resources", "DesignResources", "synthesize_module", "synthesize_design",
            "yosys_missing", "PlaceRoute", "place_and_route", "nextpnr_missing", "nextpnr_ecp5", "smallest_device",
-           "ECP5_CAPACITY", "yosys_ecp5_script", "clock_lpf", "nextpnr_ecp5_args"]
+           "ECP5_CAPACITY", "fits_capacity", "yosys_ecp5_script", "clock_lpf", "nextpnr_ecp5_args"]
 
 Target = Literal["ecp5", "ice40", "xilinx", "generic"]
 # Yosys's synthesis script per target.  ECP5 and iCE40 map with ABC9 (timing-driven, and what
@@ -64,6 +65,8 @@ _CELLS: dict[str, dict[str, tuple[str, int]]] = {
 #: infer from the behaviour.
 _DEFINES: dict[str, str] = {"ecp5": "-DACCELGEN_ECP5_DSP"}
 _FF_PREFIXES = {"ice40": ("SB_DFF",), "xilinx": ("FDRE", "FDSE", "FDCE", "FDPE")}   # ECP5: TRELLIS_FF above
+#: Carry cells per family (a CCU2C is two LUT4s and their carry; SB_CARRY rides beside a LUT)
+_CARRY = {"ecp5": ("CCU2C",), "ice40": ("SB_CARRY",), "xilinx": ("CARRY4",)}
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,9 @@ class Resources:
     bram: int = 0
     lutram: int = 0
     cells: Mapping[str, int] = field(default_factory=dict)   # Yosys's cell counts by type
+    #: With ``by_source``: per generator file (``controller``, ``drain``, ...) the flip-flops and
+    #: carry cells whose ``src`` attribute names it (LUTs, which ABC maps without one, are not split)
+    by_source: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     def scaled(self, n: int) -> "Resources":
         return Resources(self.lut * n, self.ff * n, self.dsp * n, self.bram * n, self.lutram * n,
@@ -101,8 +107,11 @@ class DesignResources:
         return self.pe.scaled(self.num_pes) + self.shared
 
     def as_dict(self) -> dict:
-        return {"target": self.target, "num_pes": self.num_pes, "pe": self.pe.as_dict(),
-                "shared": self.shared.as_dict(), "total": self.total.as_dict()}
+        out = {"target": self.target, "num_pes": self.num_pes, "pe": self.pe.as_dict(),
+               "shared": self.shared.as_dict(), "total": self.total.as_dict()}
+        if self.shared.by_source:
+            out["shared_by_source"] = {k: dict(v) for k, v in self.shared.by_source.items()}
+        return out
 
 
 def yosys_missing() -> str | None:
@@ -131,9 +140,10 @@ def _resources(cells: Mapping[str, int], target: str) -> Resources:
 
 
 def synthesize_module(verilog: Path, top: str, target: Target, *, blackbox: tuple[str, ...] = (),
-                      timeout_s: float = 1800) -> Resources:
+                      timeout_s: float = 1800, by_source: bool = False) -> Resources:
     """Synthesise module ``top`` of ``verilog`` for ``target``; modules in ``blackbox`` are left
-    out (counted elsewhere)."""
+    out (counted elsewhere).  With ``by_source``, also the flip-flops and carry cells per
+    generator file (:func:`_by_source`)."""
     if target not in TARGETS:
         raise AccelgenError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}", where="--target")
     missing = yosys_missing()
@@ -143,26 +153,52 @@ def synthesize_module(verilog: Path, top: str, target: Target, *, blackbox: tupl
         stat = Path(tmp) / "stat.json"
         script = [f"read_verilog {_DEFINES.get(target, '')} {verilog}", f"hierarchy -top {top}"]
         script += [f"blackbox {name}" for name in blackbox]
+        netlist = Path(tmp) / "netlist.json"
         script += [f"{TARGETS[target]} -top {top}", f"tee -q -o {stat} stat -json"]
+        script += [f"write_json {netlist}"] if by_source else []
         proc = subprocess.run(["yosys", "-q", "-p", "; ".join(script)], capture_output=True, text=True,
                               timeout=timeout_s, check=False)
         if proc.returncode != 0 or not stat.exists():
             last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
             raise AccelgenError(f"yosys {TARGETS[target]} failed on {top}: {last[0]}", where=str(verilog))
         doc = json.loads(stat.read_text())
+        split = _by_source(json.loads(netlist.read_text()), top, target) if by_source else {}
     modules = doc.get("modules", {})
     key = next((k for k in modules if k.lstrip("\\") == top), None)
     if key is None:
         raise AccelgenError(f"yosys reported no module {top!r}", where=str(verilog))
-    return _resources(modules[key].get("num_cells_by_type", {}), target)
+    return dataclasses.replace(_resources(modules[key].get("num_cells_by_type", {}), target), by_source=split)
 
 
-def synthesize_design(verilog: Path, num_pes: int, target: Target) -> DesignResources:
-    """One PE and the shared parts of an emitted design (``accelgen_top.v``)."""
+def _by_source(netlist: Mapping, top: str, target: str) -> dict[str, dict[str, int]]:
+    """Flip-flops (``ff``) and carry cells (``carry``) of module ``top`` per generator file: the
+    first ``src`` entry of a cell that names a ``hwgen/*.py`` file (the generator's registers name
+    the code that made them); others are ``other``."""
+    table = _CELLS.get(target, {})
+    out: dict[str, dict[str, int]] = {}
+    module = next((m for k, m in netlist.get("modules", {}).items() if k.lstrip("\\") == top), {})
+    for cell in module.get("cells", {}).values():
+        kind = cell.get("type", "").lstrip("\\$")
+        if table.get(kind, ("",))[0] == "ff" or (target in _FF_PREFIXES and kind.startswith(_FF_PREFIXES[target])):
+            what = "ff"
+        elif kind in _CARRY.get(target, ()):
+            what = "carry"
+        else:
+            continue
+        files = [entry.split(":")[0] for entry in str(cell.get("attributes", {}).get("src", "")).split("|")]
+        part = next((Path(f).stem for f in files if Path(f).parent.name == "hwgen" and f.endswith(".py")), "other")
+        counts = out.setdefault(part, {"ff": 0, "carry": 0})
+        counts[what] += 1
+    return dict(sorted(out.items()))
+
+
+def synthesize_design(verilog: Path, num_pes: int, target: Target, by_source: bool = False) -> DesignResources:
+    """One PE and the shared parts of an emitted design (``accelgen_top.v``); ``by_source``:
+    the shared parts' registers and carry cells per generator file too."""
     from hwgen.emit import TOP
     from hwgen.pe import PE_MODULE
     pe = synthesize_module(verilog, PE_MODULE, target)
-    shared = synthesize_module(verilog, TOP, target, blackbox=(PE_MODULE,))
+    shared = synthesize_module(verilog, TOP, target, blackbox=(PE_MODULE,), by_source=by_source)
     return DesignResources(target, num_pes, pe, shared)
 
 
@@ -174,6 +210,9 @@ ECP5_DEVICES: dict[str, str] = {"25k": "LFE5U-25F", "45k": "LFE5U-45F", "85k": "
 #: What each ECP5 (nextpnr's device flag) holds: LUT4s, MULT18X18D multipliers, DP16KD block RAMs.
 ECP5_CAPACITY: dict[str, tuple[int, int, int]] = {"25k": (24_288, 28, 56), "45k": (43_848, 72, 108),
                                                   "85k": (83_640, 156, 208)}
+#: LUT4s one distributed-RAM cell (TRELLIS_DPR16X4) takes: three slices of two (costmodel.fpga's
+#: ecp5 model reads the same from its file, ``lutram_luts``).
+ECP5_LUTRAM_LUTS = 6
 #: The clock's pin: a primary clock input (PCLKT6_0) on every ECP5 in the CABGA381 package (the
 #: ULX3S board's 25 MHz clock), so the clock reaches the global network wherever the placer goes.
 CLOCK_SITE = "G2"
@@ -183,13 +222,21 @@ HARNESS = "accelgen_pnr_harness"
 def smallest_device(res: Resources, lut_fill: float = 0.6, hard_fill: float = 0.9) -> str:
     """The smallest LFE5U (nextpnr's device flag) that holds ``res`` with room to place and route
     it, as an FPGA engineer would pick: at most ``lut_fill`` of its LUT4s (a distributed-RAM cell
-    counted as four) and ``hard_fill`` of its multipliers and block RAMs; ``85k`` if none does
-    (nextpnr then says what does not fit)."""
-    luts = res.lut + 4 * res.lutram
+    counted as the LUT4s it takes: three slices, ``lutram_luts`` of the resource model) and
+    ``hard_fill`` of its multipliers and block RAMs; ``85k`` if none does (nextpnr then says what
+    does not fit)."""
+    luts = res.lut + ECP5_LUTRAM_LUTS * res.lutram
     for device, (lut, dsp, bram) in ECP5_CAPACITY.items():
         if luts <= lut_fill * lut and res.dsp <= hard_fill * dsp and res.bram <= hard_fill * bram:
             return device
     return "85k"
+
+
+def fits_capacity(res: Any, capacity: tuple[int, int, int]) -> bool:
+    """Whether ``res`` (LUT RAM as the LUT4s it takes) fits an ECP5 of ``capacity`` (LUT4,
+    multipliers, block RAMs) at all."""
+    lut, dsp, bram = capacity
+    return res.lut + ECP5_LUTRAM_LUTS * res.lutram <= lut and res.dsp <= dsp and res.bram <= bram
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,9 @@ def registered(m: Module, expr, name: str, shape=None, reset_less: bool = False)
     ECP5 a net of general routing across the device) shrinks, and its registers pack with
     others whatever their reset."""
     value = Value.cast(expr)
-    reg = Signal(shape if shape is not None else value.shape(), name=name, reset_less=reset_less)
+    # (src_loc_at: the register's `src` attribute names the caller, so synthesis reports count
+    # it with the part of the design that made it: accelgen.synth's by_source)
+    reg = Signal(shape if shape is not None else value.shape(), name=name, reset_less=reset_less, src_loc_at=1)
     m.d.sync += reg.eq(value)
     return reg
 
@@ -68,7 +70,10 @@ def pipe(m: Module, expr, name: str, shape=None) -> Signal:
 
 def _pipe_instance(m: Module, value, q: Signal) -> None:
     d = wire(m, value, f"{q.name}_d", q.shape())
-    m.submodules[f"{q.name}_pipe"] = Instance(PIPE_MODULE, p_WIDTH=len(q), i_clk=ClockSignal("sync"), i_d=d, o_q=q)
+    # (src_loc_at: the instance's `src` attribute names the code that asked for the register,
+    # two calls up, not this line: accelgen.synth's by_source)
+    m.submodules[f"{q.name}_pipe"] = Instance(PIPE_MODULE, p_WIDTH=len(q), i_clk=ClockSignal("sync"), i_d=d, o_q=q,
+                                              src_loc_at=2)
 
 
 #: Readers (L2 banks, NoC lanes, PEs) that one kept copy of a register serves, where the one

@@ -25,7 +25,7 @@ from costmodel.hwgen_preset.structure import HwStructure, structure_key, tiles_o
 from costmodel.workload import Layer
 
 __all__ = ["TOP", "IP_TOP", "LINT_WAIVERS", "design_id", "design_info", "generator_digest", "write_verilog",
-           "write_ip_top", "write_design_sources", "emit_design"]
+           "write_ip_top", "write_design_sources", "design_structure", "emit_design"]
 
 TOP = "accelgen_top"            # the core: its own word bus (docs/timing.md)
 IP_TOP = "accelgen_axi_top"     # what the user instantiates: AXI4-Lite, AXI4-Stream in and out, irq
@@ -111,6 +111,14 @@ def _pe(structure: HwStructure):
     return pe
 
 
+def design_structure(hw: Hardware, dataflow_for: Callable[[Layer], Dataflow],
+                     layers: Sequence[Layer]) -> tuple[Dataflow, HwStructure]:
+    """The dataflow and structure of the design :func:`emit_design` generates for ``layers``: the
+    first layer's dataflow fixes its shape, every layer's filter and stride size its buffers."""
+    df = dataflow_for(layers[0])
+    return df, hwgen_structure(df, layers[0], hw, fit=layers)
+
+
 def emit_design(hw: Hardware, dataflow_for: Callable[[Layer], Dataflow], layers: Sequence[Layer],
                 out: Path, dataflow_spec: str | None = None) -> str:
     """Generate the accelerator for ``layers[0]``'s dataflow on ``hw`` into ``out``, with the
@@ -124,9 +132,7 @@ def emit_design(hw: Hardware, dataflow_for: Callable[[Layer], Dataflow], layers:
 
     from .axi import AXIL_ADDR_BITS, axi_signature
     from .hostbus import CTRL, REGION
-    first = layers[0]
-    df = dataflow_for(first)
-    structure = hwgen_structure(df, first, hw, fit=layers)
+    df, structure = design_structure(hw, dataflow_for, layers)
     l2 = l2_split(hw)
     offset_bits = host_offset_bits(l2)
     predicted = []

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from costmodel.base import AccelgenError, write_atomically
+from costmodel.dataflow import Dataflow
 from costmodel.dataflow.spec import DataflowSpec, resolve_dataflow
 from costmodel.hardware import Hardware
 from costmodel.hwgen_preset.closed import hwgen_cycles
@@ -32,7 +33,7 @@ from hwgen import ipfiles
 from . import simenv
 from .driver import Job, make_job, random_operands
 
-__all__ = ["Simulator", "run_jobs", "verify_layer", "timeout_cycles"]
+__all__ = ["Simulator", "design_sources", "run_jobs", "run_layer", "verify_layer", "timeout_cycles"]
 
 Simulator = Literal["icarus", "verilator"]
 
@@ -47,7 +48,8 @@ def timeout_cycles(predicted: int) -> int:
     return 2 * predicted + 1000
 
 
-def _design_sources(structure: HwStructure, l2_words: dict[str, int]) -> list[Path]:
+def design_sources(structure: HwStructure, l2_words: dict[str, int]) -> list[Path]:
+    """The Verilog the simulators build for the design (written once under ``sim_build/designs``)."""
     folder = simenv.SIM_BUILD / "designs" / design_id(structure, l2_words)
     sources = [folder / name for name in ipfiles.VERILOG_FILES]
     if not all(src.exists() for src in sources):
@@ -116,7 +118,7 @@ def _simulate(structure: HwStructure, l2_words: dict[str, int], jobs: list[tuple
 
     did = design_id(structure, l2_words)
     clock = time.perf_counter()
-    sources = _design_sources(structure, l2_words)
+    sources = design_sources(structure, l2_words)
     PHASE_SECONDS["generate"] = time.perf_counter() - clock
     build = simenv.build_dir(did, sim, generator_digest())
     # The bench drives the top level's ports only; the PE is built once and shared by every
@@ -152,19 +154,26 @@ def _simulate(structure: HwStructure, l2_words: dict[str, int], jobs: list[tuple
 
 def verify_layer(dataflow: DataflowSpec, hw: Hardware, layer: Layer, sim: Simulator, seed: int,
                  label: str | None = None, reuse: bool = False) -> dict:
-    """Generate (or reuse) the design, run ``layer`` on random int8 data, compare with numpy and
-    the ``hwgen`` preset."""
+    """Generate (or reuse) the design made for ``layer``, run it on random int8 data, compare with
+    numpy and the ``hwgen`` preset."""
     df = resolve_dataflow(dataflow, layer, hw)
     structure = hwgen_structure(df, layer, hw, fit=[layer])
-    l2 = l2_split(hw)
+    report = run_layer(structure, l2_split(hw), df, layer, sim, seed, reuse=reuse)
+    return {"layer": layer.describe(), "dataflow": label or df.name, "hardware": hw.name, "sim": sim, "seed": seed,
+            **{k: v for k, v in report.items() if k != "layer"}}
+
+
+def run_layer(structure: HwStructure, l2: dict[str, int], df: Dataflow, layer: Layer, sim: Simulator, seed: int,
+              reuse: bool = False) -> dict:
+    """Run ``layer`` (tiled by ``df``) on the design of ``structure`` and ``l2`` with random int8
+    operands (``seed``): its predicted and measured cycles, and whether every output is numpy's."""
     tiles = tiles_of(structure, df, layer)
     a, b = random_operands(layer, seed)
     job = make_job(structure, tiles, layer, a, b, l2)
     predicted = hwgen_cycles(structure, tiles)
     result = run_jobs(structure, l2, [(layer.name, job, timeout_cycles(predicted))], sim, reuse=reuse)[0]
     measured = result["measured_cycles"]
-    return {"layer": layer.describe(), "dataflow": label or df.name, "hardware": hw.name, "sim": sim,
-            "seed": seed, "predicted_cycles": predicted, "measured_cycles": measured,
+    return {"layer": layer.describe(), "predicted_cycles": predicted, "measured_cycles": measured,
             "cycle_difference": measured - predicted if result["finished"] else None,
             "bit_exact": result["finished"] and result["outputs"] == job.expected,
             "rtl_utilization": layer.macs / (structure.num_pes * structure.simd_lanes * measured)

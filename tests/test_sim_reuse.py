@@ -127,7 +127,7 @@ def test_design_sources_appear_whole(jobs_and_calls, monkeypatch):
     folder = simenv.SIM_BUILD / "designs" / runner.design_id(structure, l2)
     folder.mkdir(parents=True)
     (folder / "partial.v").write_text("module half")                  # an interrupted writer's
-    sources = runner._design_sources(structure, l2)
+    sources = runner.design_sources(structure, l2)
     assert all(p.exists() and p.stat().st_size > 0 for p in sources) and not (folder / "partial.v").exists()
     first = {p.name: p.read_text() for p in sources}
     # another writer placed it between the check and the rename: ours is dropped, theirs kept
@@ -141,7 +141,7 @@ def test_design_sources_appear_whole(jobs_and_calls, monkeypatch):
         (Path(dst) / "theirs").write_text("")
         real_rename(src, dst)
     monkeypatch.setattr(runner.os, "rename", other_first)
-    assert runner._design_sources(structure, l2) == sources
+    assert runner.design_sources(structure, l2) == sources
     monkeypatch.undo()
     assert {p.name: p.read_text() for p in sources} == first and (folder / "theirs").exists()
     assert [p.name for p in folder.parent.iterdir()] == [folder.name]      # no temporary folder left

@@ -23,6 +23,7 @@ import numpy as np
 from ..analysis import analyze_layer, buffer_bytes, energy_terms, layer_structure
 from ..base import AccelgenError
 from ..dataflow.library import library_dataflow
+from ..fpga import FPGA_METRICS, estimate_arrays
 from ..hardware.hardware import Hardware
 from ..maestro.timing import Timing
 from ..workload.layers import GEMM, Layer
@@ -445,7 +446,8 @@ def evaluator_for(plan: Plan) -> Evaluator:
 
 
 def metric(plan: Plan, m: Metrics, name: str) -> np.ndarray:
-    """One metric per point: an objective or a hardware parameter (for constraints and tables)."""
+    """One metric per point: an objective, a hardware parameter or an FPGA figure of
+    :mod:`costmodel.fpga`'s model on ``plan.fpga_target`` (for constraints and tables)."""
     clock = plan.space.base.clock_mhz
     if name in ("runtime_cycles", "energy_pj", "area_mm2"):
         return getattr(m, name)
@@ -458,6 +460,17 @@ def metric(plan: Plan, m: Metrics, name: str) -> np.ndarray:
             return m.energy_pj * clock / m.runtime_cycles / 1000.0
     idx = plan.decode(m.flat)
     by_name = {a.name: (a, i) for a, i in zip(plan.axes, idx)}
+
+    def column(axis_name: str, dtype: type) -> np.ndarray:
+        axis, i = by_name[axis_name]
+        return np.asarray(axis.values, dtype=dtype)[i]
+
+    if name in FPGA_METRICS:
+        # (the generated design's buses and L2 banks are the top NoC level's width; a model with
+        # convolutions and GEMMs is built as two accelerators of the point's parameters)
+        return plan.accelerators * estimate_arrays(
+            plan.fpga_target, column("num_pes", np.int64), column("simd_lanes", np.int64),
+            column("noc[0].bandwidth_words_per_cycle", np.float64), column("l2_bytes", np.int64))[name]
     if name == "noc_bw_words_per_cycle":
         levels = [np.asarray(by_name[f"noc[{k}].bandwidth_words_per_cycle"][0].values, dtype=np.float64)[
             by_name[f"noc[{k}].bandwidth_words_per_cycle"][1]] for k in range(len(plan.space.noc))]

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..base import write_atomically
+from ..fpga import FPGA_METRICS
 from ..hardware.hardware import hardware_to_dict
 from .evaluate import Evaluator, metric
 from .pareto import Front
@@ -37,7 +38,7 @@ def front_rows(plan: Plan, front: Front, evaluator: Evaluator) -> list[dict[str,
     if not len(front):
         return rows
     m = evaluator.evaluate(front.flat)
-    values = {name: metric(plan, m, name) for name in _SHOWN}
+    values = {name: metric(plan, m, name) for name in (*_SHOWN, *_fpga_shown(plan))}
     for rank, flat in enumerate(front.flat.tolist(), start=1):
         i = rank - 1
         hw = plan.hardware(flat)
@@ -69,9 +70,22 @@ def front_rows(plan: Plan, front: Front, evaluator: Evaluator) -> list[dict[str,
                "noc_bw_words_per_cycle": "/".join(_num(lvl.bandwidth_words_per_cycle) for lvl in hw.noc),
                "noc_latency_cycles": "/".join(str(lvl.latency_cycles) for lvl in hw.noc),
                "offchip_bw_words_per_cycle": _num(hw.offchip_bw_words_per_cycle),
+               **{name: _cells(values[name][i]) for name in _fpga_shown(plan)},
                "dataflow": label, "dataflow_short": short, "file": f"points/point_{rank:04d}.yaml", "doc": doc}
         rows.append(row)
     return rows
+
+
+def _fpga_shown(plan: Plan) -> tuple[str, ...]:
+    """The FPGA figures a search minimises or bounds: its table and CSV show them."""
+    used = {*plan.objectives, *(c.metric for c in plan.constraints)}
+    return tuple(name for name in FPGA_METRICS if name in used)
+
+
+def _cells(value: Any) -> int | float:
+    """An FPGA figure: whole cells (an unlimited NoC width: inf)."""
+    value = float(value)
+    return int(value) if math.isfinite(value) else value
 
 
 def _plain(value: Any) -> Any:
@@ -123,15 +137,18 @@ def write_outputs(out_dir: Path, plan: Plan, state: SearchState, rows: list[dict
 
 
 def print_front(console: Console, plan: Plan, state: SearchState, rows: list[dict[str, Any]], limit: int = 40) -> None:
-    table = Table(title=f"Pareto front: {plan.model.name} on {plan.space.name} ({plan.preset}), "
+    fpga = f", {plan.fpga_target} resources" if _fpga_shown(plan) else ""
+    table = Table(title=f"Pareto front: {plan.model.name} on {plan.space.name} ({plan.preset}{fpga}), "
                         f"{len(rows)} of {state.feasible:,} feasible points ({state.evaluated:,} evaluated)",
                   title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, header_style="bold")
     names = {"runtime_cycles": "runtime", "energy_pj": "energy", "edp_pj_cycles": "EDP", "area_mm2": "area",
              "power_mw": "power"}
-    heads = [("#", "rank"), *((f"{names[n]} ({METRICS[n]})", n) for n in _SHOWN if n in plan.objectives or n in
-                                ("runtime_cycles", "energy_pj", "area_mm2")),
+    # (area in mm² is the ASIC model's: with FPGA figures it is shown only as an objective)
+    always = ("runtime_cycles", "energy_pj") + (() if _fpga_shown(plan) else ("area_mm2",))
+    heads = [("#", "rank"), *((f"{names[n]} ({METRICS[n]})", n) for n in _SHOWN if n in plan.objectives or n in always),
              ("PEs", "num_pes"), ("lanes", "simd_lanes"), ("L1/PE B", "l1_bytes_per_pe"), ("L2 B", "l2_bytes"),
              ("NoC w/c", "noc_bw_words_per_cycle"), ("DRAM w/c", "offchip_bw_words_per_cycle"),
+             *((FPGA_METRICS[n], n) for n in _fpga_shown(plan)),
              ("dataflow", "dataflow_short")]
     for head, _ in heads:
         table.add_column(head, justify="left" if head == "dataflow" else "right", no_wrap=head == "dataflow")

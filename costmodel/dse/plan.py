@@ -22,22 +22,25 @@ from typing import Any, Callable
 import numpy as np
 
 from ..base import AccelgenError
+from ..fpga import FPGA_METRICS, FPGA_TARGETS, find_part, load_model
 from ..hardware.hardware import Hardware, NoCLevel
 from ..hwgen_preset.structure import check_layer
 from ..workload.layers import GEMM, Layer, Model
 from .space import DataflowChoice, Space
 
-__all__ = ["Plan", "Constraint", "OBJECTIVES", "METRICS", "parse_objectives", "parse_constraint", "make_plan"]
+__all__ = ["Plan", "Constraint", "OBJECTIVES", "METRICS", "parse_objectives", "parse_constraint", "make_plan",
+           "part_constraints"]
 
-#: Objective names on the command line -> the metric minimised.
+#: Objective names on the command line -> the metric minimised (the FPGA figures of
+#: :mod:`costmodel.fpga`'s model: ``luts``, ``ffs``, ``dsps``, ``brams``).
 OBJECTIVES = {"runtime": "runtime_cycles", "energy": "energy_pj", "edp": "edp_pj_cycles", "area": "area_mm2",
-              "power": "power_mw"}
+              "power": "power_mw", **{name: name for name in FPGA_METRICS}}
 #: Every metric a constraint may bound, with its unit (for tables and plot axes).
 METRICS = {
     "runtime_cycles": "cycles", "runtime_us": "µs", "energy_pj": "pJ", "edp_pj_cycles": "pJ·cycles",
     "area_mm2": "mm²", "power_mw": "mW", "num_pes": "PEs", "simd_lanes": "lanes",
     "l1_bytes_per_pe": "B", "l2_bytes": "B", "noc_bw_words_per_cycle": "words/cycle",
-    "offchip_bw_words_per_cycle": "words/cycle",
+    "offchip_bw_words_per_cycle": "words/cycle", **FPGA_METRICS,
 }
 _OPS: dict[str, Callable[[Any, Any], Any]] = {"<=": operator.le, ">=": operator.ge, "<": operator.lt,
                                               ">": operator.gt}
@@ -110,6 +113,18 @@ class Plan:
     timing: int                     # the next `timing` axes fix the cycles
     conv_axis: int | None           # index of the conv / GEMM dataflow axes, if enumerated
     gemm_axis: int | None
+    fpga_target: str = "ecp5"       # the FPGA model of the metrics luts, ffs, dsps, brams
+
+    @property
+    def accelerators(self) -> int:
+        """How many accelerators a point is built as: one per layer kind of the model (convolution,
+        GEMM), as ``accelgen emit --design`` and ``accelgen flow`` generate it."""
+        return max(1, len(_kinds(self.model.layers)))
+
+    @property
+    def uses_fpga(self) -> bool:
+        """Whether an objective or a constraint is an FPGA figure."""
+        return any(m in FPGA_METRICS for m in (*self.objectives, *(c.metric for c in self.constraints)))
 
     @property
     def size(self) -> int:
@@ -163,6 +178,8 @@ class Plan:
                "objectives": self.objectives, "constraints": [str(c) for c in self.constraints],
                "preset": self.preset, "per_layer": self.per_layer, "mode": self.space.mode,
                "samples": self.space.samples, "seed": self.space.seed, "chunk": self.space.chunk_points}
+        if self.uses_fpga:
+            doc["fpga_target"] = self.fpga_target
         return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -179,8 +196,11 @@ def _kinds(layers: tuple[Layer, ...]) -> set[str]:
 
 
 def make_plan(space: Space, model: Model, objectives: tuple[str, ...], constraints: tuple[Constraint, ...],
-              preset: str, per_layer: bool | None = None) -> Plan:
+              preset: str, per_layer: bool | None = None, fpga_target: str = "ecp5") -> Plan:
     per_layer = space.per_layer_dataflow if per_layer is None else per_layer
+    if fpga_target not in FPGA_TARGETS:
+        raise AccelgenError(f"unknown FPGA target {fpga_target!r}; expected one of {', '.join(FPGA_TARGETS)}",
+                            where="--fpga-target")
     if preset == "hwgen":
         for layer in model.layers:
             check_layer(layer)      # refuses, once and with its reason, a layer no generated design runs
@@ -208,8 +228,16 @@ def make_plan(space: Space, model: Model, objectives: tuple[str, ...], constrain
     axes += [Axis("l1_bytes_per_pe", space.l1_bytes_per_pe), Axis("l2_bytes", space.l2_bytes),
              Axis("offchip_bw_words_per_cycle", space.offchip_bw_words_per_cycle)]
     plan = Plan(space, model, objectives, constraints, preset, per_layer, tuple(axes), structural, timing,
-                conv_axis, gemm_axis)
+                conv_axis, gemm_axis, fpga_target)
+    if plan.uses_fpga:
+        load_model(fpga_target)     # a target with no fitted model is refused here, not in a worker
     if plan.size >= 2**62:
         raise AccelgenError(f"the space has {plan.size:.3g} points; at most 2**62 can be enumerated",
                             where=space.source)
     return plan
+
+
+def part_constraints(name: str) -> tuple[Constraint, ...]:
+    """The constraints that a design fits FPGA part ``name`` (:data:`costmodel.fpga.PARTS`):
+    ``luts``, ``ffs``, ``dsps`` and ``brams`` at most what it holds."""
+    return tuple(Constraint(metric, "<=", float(limit)) for metric, limit in find_part(name).limits().items())

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..fpga import FPGA_METRICS
 from .plan import METRICS
 
 __all__ = ["plot_front"]
@@ -17,6 +18,8 @@ _LABELS = {"runtime_cycles": "runtime", "energy_pj": "energy", "edp_pj_cycles": 
 
 
 def _label(metric: str) -> str:
+    if metric in FPGA_METRICS:                  # a count: its unit is its name
+        return FPGA_METRICS[metric]
     return f"{_LABELS.get(metric, metric)} ({METRICS[metric]})"
 
 

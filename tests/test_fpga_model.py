@@ -1,0 +1,219 @@
+"""The FPGA resource model (costmodel.fpga): its figures over a search's arrays equal the scalar
+estimate point by point; a design the fit never saw, synthesised afresh, is within 10 % on LUTs
+and FFs and exact on DSPs and block RAMs; ``accelgen explore`` with ``--part`` or ``luts<=N``
+keeps only designs under the limits; bad parts, targets and metrics are one line."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from accelgen import synth
+from accelgen.cli import main
+from costmodel import AccelgenError, Conv2D, Model, fpga
+from costmodel.design import load_design
+from costmodel.dse import make_plan, parse_constraint, space_from_dict
+from costmodel.dse.evaluate import VectorEvaluator, metric
+from costmodel.dse.plan import part_constraints
+from costmodel.fpga import FPGA_METRICS, PARTS, estimate, find_part, load_model
+
+ROOT = Path(__file__).resolve().parents[1]
+# (convolutions only: one accelerator a point; a model with GEMMs too is built as two)
+DEMO_CNN = str(ROOT / "configs" / "workloads" / "demo_cnn.yaml")
+
+#: Widths the generator builds and others (fractional, odd, unlimited: figures of no design, but
+#: the array and scalar paths must still agree), L2 from a block RAM's worth to 1 MiB.
+SPACE = {
+    "name": "fpga", "base": "tiny",
+    "hardware": {"num_pes": [4, 8, 16, 64], "simd_lanes": [1, 2, 4], "l1_bytes_per_pe": [256],
+                 "l2_bytes": [1024, 4096, 16384, 40000, 65536, 1048576],
+                 "noc": [{"bandwidth_words_per_cycle": [0.5, 1, 2, 3, 4, 8, 16, "inf"], "latency_cycles": 1}]},
+    "dataflows": {"kcp": {}},
+}
+
+
+def _fit_script():
+    spec = importlib.util.spec_from_file_location("fit_fpga_model", ROOT / "scripts" / "fit_fpga_model.py")
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    sys.modules[spec.name] = module          # (its dataclasses look their module up)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def needs_yosys() -> None:
+    """Yosys (``make test`` installs it): missing, it fails under CI and skips elsewhere."""
+    missing = synth.yosys_missing()
+    if missing is None:
+        return
+    msg = f"the fit check synthesises a design with yosys: {missing}"
+    if os.environ.get("CI"):
+        pytest.fail(msg, pytrace=False)
+    pytest.skip(msg)
+
+
+def test_arrays_equal_the_scalar_estimate_point_by_point() -> None:
+    model = Model("one", (Conv2D("c", K=8, C=8, Y=8, X=8, R=3, S=3),))
+    plan = make_plan(space_from_dict(SPACE), model, ("runtime_cycles", "luts"), (), "maestro")
+    flat = np.arange(plan.size, dtype=np.int64)
+    m = VectorEvaluator(plan).evaluate(flat)
+    got = {name: metric(plan, m, name) for name in FPGA_METRICS}
+    for f in flat.tolist():
+        want = estimate(plan.hardware(f), "ecp5")
+        assert {name: float(got[name][f]) for name in FPGA_METRICS} == want, plan.point_axes(f)
+    finite = np.isfinite(got["luts"])
+    assert finite.sum() == plan.size * 7 // 8 and not np.isfinite(got["brams"][~finite]).any()
+    assert np.isfinite(got["dsps"]).all()
+    # (points in the order PEs x lanes x NoC width x L2) more PEs or lanes: more LUTs; a larger
+    # L2: no fewer block RAMs
+    luts = got["luts"].reshape(4, 3, 8, 6)[:, :, :7]
+    assert (np.diff(luts, axis=0) > 0).all() and (np.diff(luts, axis=1) > 0).all()
+    assert (np.diff(got["brams"].reshape(4, 3, 8, 6)[:, :, :7], axis=3) >= 0).all()
+
+
+def test_model_file_carries_its_provenance() -> None:
+    doc = yaml.safe_load((ROOT / "configs" / "fpga" / "ecp5.yaml").read_text())
+    prov = doc["provenance"]
+    assert prov["yosys"].startswith("Yosys ") and prov["synthesis"]["script"] == synth.TARGETS["ecp5"]
+    assert len(prov["generator_digest"]) == 16 and len(prov["accelgen_commit"].split()[0]) == 40
+    fitted = [d for d in prov["designs"] if d["role"] == "fit"]
+    assert len(fitted) > len(doc["model"]["lut"]) and all(d["measured"]["luts"] > 0 for d in fitted)
+    # the recorded residuals are the model's own: every design's figure is the model's estimate now
+    fit = _fit_script()
+    for d in prov["designs"]:
+        hw = fit._hardware(fit.Design(**{k: d[k] for k in ("name", "num_pes", "simd_lanes", "noc_words", "l2_bytes")}))
+        assert {k: int(v) for k, v in estimate(hw, "ecp5").items()} == d["model"], d["name"]
+
+
+@pytest.mark.usefixtures("needs_yosys")
+def test_a_design_outside_the_fit_is_within_ten_percent_of_fresh_synthesis(tmp_path: Path) -> None:
+    fit = _fit_script()
+    held_out = next(d for d in fit.CHECKS if d.dataflow == fit.DATAFLOW)
+    assert all((d.num_pes, d.simd_lanes, d.noc_words, d.l2_bytes) !=
+               (held_out.num_pes, held_out.simd_lanes, held_out.noc_words, held_out.l2_bytes) for d in fit.FIT)
+    verilog, _, _ = fit._emit(held_out, tmp_path)
+    r = synth.synthesize_design(verilog, held_out.num_pes, "ecp5").total
+    model = load_model("ecp5")
+    measured = {"luts": r.lut + model.lutram_luts * r.lutram, "ffs": r.ff, "dsps": r.dsp, "brams": r.bram}
+    predicted = estimate(fit._hardware(held_out), "ecp5")
+    for name in ("luts", "ffs"):
+        assert abs(predicted[name] - measured[name]) <= 0.10 * measured[name], (name, predicted, measured)
+    assert (predicted["dsps"], predicted["brams"]) == (measured["dsps"], measured["brams"])
+
+
+def _space_file(tmp_path: Path, constraints: list[str] | None = None) -> Path:
+    doc = {"name": "fpga_small", "base": "tiny",
+           "hardware": {"num_pes": [4, 8, 16, 32, 64], "simd_lanes": [1, 2], "l1_bytes_per_pe": [512],
+                        "l2_bytes": [16384, 65536, 262144],
+                        "noc": [{"bandwidth_words_per_cycle": [2, 4, 8], "latency_cycles": 1}]},
+           "dataflows": {"kcp": {}, "cp": {}, "nmk": {}}}
+    if constraints:
+        doc["constraints"] = constraints
+    path = tmp_path / "space.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def _explore(tmp_path: Path, out: str, *extra: str, space: Path | None = None) -> list[dict[str, str]]:
+    argv = ["explore", "--model", DEMO_CNN, "--space", str(space or _space_file(tmp_path)), "--out",
+            str(tmp_path / out), "--workers", "1", "--no-progress", *extra]
+    assert main(argv) == 0
+    with open(tmp_path / out / "pareto.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _figures(tmp_path: Path, out: str, row: dict[str, str]) -> dict[str, float]:
+    return estimate(load_design(tmp_path / out / row["file"]).hardware, "ecp5")
+
+
+def test_explore_with_a_part_keeps_only_designs_that_fit_it(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    part = find_part("lfe5u-25f")
+    free = _explore(tmp_path, "free", "--objectives", "runtime,energy,luts")
+    assert any(float(r["luts"]) > part.luts for r in free)          # the front leaves the part without it
+    rows = _explore(tmp_path, "part", "--objectives", "runtime,energy,luts", "--part", "LFE5U-25F")
+    err = capsys.readouterr().err
+    assert "--part LFE5U-25F: luts<=24288, ffs<=24288, dsps<=28, brams<=56" in err
+    assert rows and set(FPGA_METRICS) <= set(rows[0])
+    for r in rows:
+        assert all(float(r[name]) <= limit for name, limit in part.limits().items()), r
+        assert {name: float(r[name]) for name in FPGA_METRICS} == _figures(tmp_path, "part", r)
+    # the fitting part of the free front is on the constrained one
+    fits = {r["point"] for r in free
+            if all(_figures(tmp_path, "free", r)[n] <= v for n, v in part.limits().items())}
+    assert fits
+    assert fits <= {r["point"] for r in rows}
+
+
+def test_luts_constraint_from_the_command_line_and_the_space_file(tmp_path: Path) -> None:
+    objectives = ("--objectives", "runtime,energy,area")
+    free = _explore(tmp_path, "free", *objectives, "--constraint", "luts<=1e9")
+    luts = sorted(float(r["luts"]) for r in free)
+    bound = luts[len(luts) // 2]
+    assert luts[0] < bound < luts[-1]
+    rows = _explore(tmp_path, "cli", *objectives, "--constraint", f"luts<={bound:g}")
+    assert rows and all(float(r["luts"]) <= bound for r in rows)
+    assert {r["point"] for r in rows} != {r["point"] for r in free}
+    in_file = _explore(tmp_path, "file", *objectives, space=_space_file(tmp_path, [f"luts <= {bound:g}"]))
+    assert [r["point"] for r in in_file] == [r["point"] for r in rows]
+    dsps = _explore(tmp_path, "dsps", "--objectives", "runtime,dsps", "--constraint", "brams<=16")
+    assert dsps and all(float(r["brams"]) <= 16 for r in dsps) and "ffs" not in dsps[0]
+
+
+def test_part_constraints_are_the_parts_limits() -> None:
+    for part in PARTS.values():
+        assert {c.metric: c.bound for c in part_constraints(part.name)} == part.limits()
+        assert all(c.op == "<=" for c in part_constraints(part.name))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--part", "LFE5U-99F"], "--part: unknown part 'LFE5U-99F'; expected one of LFE5U-12F, LFE5U-25F, "
+                              "LFE5U-45F, LFE5U-85F, iCE40UP5K"),
+    (["--part", "xc7a35t", "--fpga-target", "ecp5"], "--fpga-target: xc7a35t is a part of target 'xilinx', not 'ecp5'"),
+    (["--constraint", "lut<=5000"], "--constraint: unknown metric 'lut' in 'lut<=5000'; expected one of"),
+    (["--objectives", "runtime,lut"], "--objectives: unknown objective 'lut'; expected some of runtime, energy, edp, "
+                                      "area, power, luts, ffs, dsps, brams"),
+    (["--fpga-target", "virtex"], "argument --fpga-target: invalid choice: 'virtex'"),
+    (["--part", "iCE40UP5K"], "--fpga-target: no FPGA resource model for target 'ice40' (fitted: ecp5, xilinx;"),
+])
+def test_bad_fpga_options_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
+                                       message: str) -> None:
+    base = ["explore", "--model", DEMO_CNN, "--space", str(_space_file(tmp_path)), "--out", str(tmp_path / "o"),
+            "--no-progress"]
+    try:
+        status = main(base + argv)
+    except SystemExit as exc:            # argparse's own usage errors
+        status = exc.code
+    assert status in (1, 2)
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and not (tmp_path / "o" / "pareto.csv").exists()
+
+
+def test_a_target_without_a_model_file_is_refused_at_the_door(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "fpga").mkdir()
+    (tmp_path / "fpga" / "ecp5.yaml").write_text((ROOT / "configs" / "fpga" / "ecp5.yaml").read_text())
+    monkeypatch.setattr(fpga, "CONFIGS", tmp_path)
+    fpga.load_model.cache_clear()
+    model = Model("one", (Conv2D("c", K=8, C=8, Y=8, X=8, R=3, S=3),))
+    try:
+        with pytest.raises(AccelgenError, match=r"^--fpga-target: no FPGA resource model for target 'xilinx' "
+                                                r"\(fitted: ecp5; docs/fpga\.md, 'The resource model', says why "
+                                                r"and how to fit one\)$"):
+            make_plan(space_from_dict(SPACE), model, ("runtime_cycles",), (parse_constraint("ffs<=9000"),),
+                      "maestro", fpga_target="xilinx")
+        # not asked for an FPGA figure, the plan does not need a model
+        assert make_plan(space_from_dict(SPACE), model, ("runtime_cycles",), (), "maestro", fpga_target="xilinx")
+        with pytest.raises(AccelgenError, match=r"^--fpga-target: unknown FPGA target 'generic'; expected one of "
+                                                r"ecp5, ice40, xilinx$"):
+            make_plan(space_from_dict(SPACE), model, ("runtime_cycles",), (), "maestro", fpga_target="generic")
+    finally:
+        fpga.load_model.cache_clear()
