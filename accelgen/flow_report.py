@@ -72,7 +72,7 @@ def build_report(flow: Any) -> dict[str, Any]:
             fits = fits_capacity(total, ECP5_CAPACITY[device])
             fpga["device"] = ECP5_DEVICES[device] if fits else None
             fpga["device_note"] = None if fits else f"larger than the largest ECP5 ({ECP5_DEVICES[device]})"
-    fpga["model_estimate"] = _model_estimate(hw, flow.args.target, len(done["emit"]["designs"]))
+    fpga["model_estimate"] = _model_estimate(design, flow.args.target, [d["kind"] for d in done["emit"]["designs"]])
     pick = done["pick"]
     chosen = {"rank": pick["rank"], "picked_by": pick["how"], "file": "chosen.yaml", "objectives": pick["objectives"],
               "search_runtime_cycles": pick["runtime_cycles"], "energy_pj": pick["energy_pj"],
@@ -91,19 +91,24 @@ def build_report(flow: Any) -> dict[str, Any]:
     }
 
 
-def _model_estimate(hw: Any, target: str, designs: int) -> dict[str, Any] | None:
+def _model_estimate(design: Any, target: str, kinds: Sequence[str]) -> dict[str, Any] | None:
     """What the resource model (:mod:`costmodel.fpga`, the search's FPGA figures) estimated for the
-    designs, or None where ``target`` has no model."""
+    design's accelerators (one per layer kind in ``kinds``, each of the family the design gives
+    that kind: ``dataflows``, kind -> (family, params)), or None where ``target`` has no model."""
     from costmodel.base import AccelgenError
-    from costmodel.fpga import FPGA_TARGETS, estimate, load_model
+    from costmodel.fpga import FPGA_METRICS, FPGA_TARGETS, estimate, load_model
     if target not in FPGA_TARGETS:
         return None
     try:
         model = load_model(target)
     except AccelgenError:
         return None
-    figures = {k: designs * v for k, v in estimate(hw, target).items()}
-    return {**figures, "lutram_luts": model.lutram_luts, "source": Path(model.source).name}
+    figures = dict.fromkeys(FPGA_METRICS, 0.0)
+    for kind in kinds:
+        for k, v in estimate(design.hardware, target, family=design.dataflows[kind][0]).items():
+            figures[k] += v
+    return {**figures, "families": {kind: design.dataflows[kind][0] for kind in kinds},
+            "lutram_luts": model.lutram_luts, "source": Path(model.source).name}
 
 
 # --- HTML -----------------------------------------------------------------------------------------

@@ -1,20 +1,26 @@
 """FPGA resources of a generated accelerator estimated from its parameters, and the limits of
 known FPGA parts (``docs/fpga.md``, "The resource model").
 
-The model is linear in what a design point gives, so that a search evaluates it over millions of
-points with a few array operations; it was fitted from Yosys synthesis of generated designs by
+The model is linear in what a design point gives, with coefficients of its own for every dataflow
+family the generator builds (:data:`FAMILIES`: their PEs and controllers differ), so that a search
+evaluates it over millions of points with a few array operations, each point's coefficients
+gathered by its family.  It was fitted from Yosys synthesis of generated designs by
 ``scripts/fit_fpga_model.py``, which writes it with its provenance (Yosys version and script,
-the commit and generator digest, every design synthesised and the fit's residuals) to
-``configs/fpga/<target>.yaml``.  For every resource but block RAM::
+the commit and generator digest, every design synthesised and the fit's residuals, per family)
+to ``configs/fpga/<target>.yaml``.  For every resource but block RAM::
 
-    fixed + per_pe x PEs + per_pe_lane x PEs x SIMD lanes + per_noc_word x W + per_l2_row_bit x row bits
+    fixed + per_pe x P + per_pe_lane x P x S + per_pe_noc_word x P x W + per_noc_word x W
+          + per_l2_row_bit x row bits
 
-``W`` is the top NoC level's width in words a cycle: the distribution bus and the L2's banks (one
-operand and one output bank per word, :mod:`hwgen.l2`).  ``row bits`` is the address width of a
-bank's row in an operand region (``l2_split``: a quarter of L2's bytes in each): the L2's
-counters and address paths grow with it.  Block RAMs are counted from the banks' geometry
-instead (exact: each bank is one memory whose depth the L2's size and ``W`` fix), with the
-target's block shapes from the YAML file.  ``luts`` counts a LUT-RAM cell as the LUTs it takes.
+``P`` is the PE count, ``S`` the SIMD lanes, ``W`` the top NoC level's width in words a cycle: the
+distribution bus and the L2's banks (one operand and one output bank per word, :mod:`hwgen.l2`),
+and in ``xp`` and ``yxp`` the lanes a PE aligns its input window from.  ``row bits`` is the
+address width of a bank's row in an operand region (``l2_split``: a quarter of L2's bytes in
+each): the L2's counters and address paths grow with it.  Block RAMs are counted from the banks'
+geometry instead (exact: each bank is one memory whose depth the L2's size and ``W`` fix), with
+the target's block shapes from the YAML file.  ``luts`` counts a LUT-RAM cell as the LUTs it
+takes.  A library family the generator does not build (``yrp``) has no design: its figures are
+infinite, as are those of an unlimited NoC width.
 
 Nothing here imports Yosys or the generator: a model file is read once per process, when a
 figure is first asked for.
@@ -25,22 +31,26 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from .base import CONFIGS, AccelgenError, load_yaml, read_text
+from .dataflow.library import LIBRARY
 from .hardware.hardware import Hardware
 
-__all__ = ["FPGA_TARGETS", "TERMS", "RESOURCES", "FPGA_METRICS", "FpgaModel", "Part", "PARTS", "load_model",
-           "model_from_dict", "find_part", "estimate", "estimate_arrays", "l2_rows", "bit_length"]
+__all__ = ["FPGA_TARGETS", "FAMILIES", "TERMS", "RESOURCES", "FPGA_METRICS", "FpgaModel", "Part", "PARTS", "load_model",
+           "model_from_dict", "find_part", "estimate", "estimate_arrays", "l2_rows", "l2_memories", "bit_length"]
 
 #: FPGA targets of :mod:`accelgen.synth` (its ``generic`` one is no FPGA: memories as flip-flops);
 #: a model file ``configs/fpga/<target>.yaml`` for each fitted (not ``ice40``: docs/fpga.md).
 FPGA_TARGETS = ("ecp5", "ice40", "xilinx")
+#: The dataflow families the generator builds, each with a model of its own (``yrp``'s
+#: row-stationary map splits filter windows across PEs, which the generator refuses).
+FAMILIES = ("kcp", "cp", "xp", "yxp", "nmk")
 #: The linear model's terms, in the order they are added (the scalar and the array paths agree
 #: to the bit).
-TERMS = ("fixed", "per_pe", "per_pe_lane", "per_noc_word", "per_l2_row_bit")
+TERMS = ("fixed", "per_pe", "per_pe_lane", "per_pe_noc_word", "per_noc_word", "per_l2_row_bit")
 #: Resources with a linear model (block RAMs come from the L2's geometry).
 RESOURCES = ("lut", "ff", "dsp", "lutram")
 #: The figures a search bounds or minimises (``accelgen explore``), with their units.
@@ -55,8 +65,10 @@ class FpgaModel:
     """One target's fitted model (``configs/fpga/<target>.yaml``)."""
 
     target: str
-    coefficients: Mapping[str, Mapping[str, float]]   # resource -> term -> coefficient
+    coefficients: Mapping[str, Mapping[str, Mapping[str, float]]]   # family -> resource -> term -> coefficient
     bram_blocks: Mapping[int, tuple[int, int]]        # word bits -> (rows a block holds, blocks side by side)
+    bram_cost: int                                    # Yosys's cost of a block RAM (its techlib's memory map)
+    lutram_cells: tuple[tuple[int, int, int], ...]    # LUT-RAM cells it can use: (rows, bits, cost)
     lutram_luts: int                                  # LUTs one LUT-RAM cell takes
     source: str
 
@@ -87,16 +99,23 @@ def model_from_dict(doc: Any, where: str) -> FpgaModel:
         raise _fail(where, f"target must be one of {', '.join(FPGA_TARGETS)}, not {target!r}")
     model = doc.get("model")
     if not isinstance(model, dict):
-        raise _fail(where, "model must be a mapping of resources to coefficients")
-    coefficients: dict[str, dict[str, float]] = {}
-    for resource in RESOURCES:
-        terms = model.get(resource)
-        if not isinstance(terms, dict):
-            raise _fail(where, f"model.{resource} must be a mapping of terms to coefficients, not {terms!r}")
-        unknown = sorted(set(terms) - set(TERMS))
-        if unknown:
-            raise _fail(where, f"unknown term {unknown[0]!r} in model.{resource} (allowed: {', '.join(TERMS)})")
-        coefficients[resource] = {t: _number(where, f"model.{resource}.{t}", terms.get(t, 0)) for t in TERMS}
+        raise _fail(where, "model must be a mapping with families, bram_blocks and lutram_luts")
+    families = model.get("families")
+    if not isinstance(families, dict) or set(families) != set(FAMILIES):
+        raise _fail(where, f"model.families must give the coefficients of every family the generator builds "
+                           f"({', '.join(FAMILIES)}), not {sorted(families) if isinstance(families, dict) else families!r}")
+    coefficients: dict[str, dict[str, dict[str, float]]] = {}
+    for family in FAMILIES:
+        coefficients[family] = {}
+        for resource in RESOURCES:
+            path = f"model.families.{family}.{resource}"
+            terms = families[family].get(resource) if isinstance(families[family], dict) else None
+            if not isinstance(terms, dict):
+                raise _fail(where, f"{path} must be a mapping of terms to coefficients, not {terms!r}")
+            unknown = sorted(set(terms) - set(TERMS))
+            if unknown:
+                raise _fail(where, f"unknown term {unknown[0]!r} in {path} (allowed: {', '.join(TERMS)})")
+            coefficients[family][resource] = {t: _number(where, f"{path}.{t}", terms.get(t, 0)) for t in TERMS}
     blocks = model.get("bram_blocks")
     if not isinstance(blocks, dict) or set(blocks) != {8, 32}:
         raise _fail(where, f"model.bram_blocks must give the block shape of 8- and 32-bit words, not {blocks!r}")
@@ -106,10 +125,16 @@ def model_from_dict(doc: Any, where: str) -> FpgaModel:
             raise _fail(where, f"model.bram_blocks.{bits} must be {{rows: N, blocks: N}}, not {shape!r}")
         bram[bits] = (_positive_int(where, f"model.bram_blocks.{bits}.rows", shape["rows"]),
                       _positive_int(where, f"model.bram_blocks.{bits}.blocks", shape["blocks"]))
+    cost = _positive_int(where, "model.bram_cost", model.get("bram_cost"))
+    cells = model.get("lutram_cells")
+    if not isinstance(cells, list) or not all(isinstance(c, dict) and set(c) == {"rows", "bits", "cost"} for c in cells):
+        raise _fail(where, f"model.lutram_cells must be a list of {{rows: N, bits: N, cost: N}}, not {cells!r}")
+    shapes = tuple(tuple(_positive_int(where, f"model.lutram_cells[{i}].{k}", c[k]) for k in ("rows", "bits", "cost"))
+                   for i, c in enumerate(cells))
     lutram = model.get("lutram_luts")
     if isinstance(lutram, bool) or not isinstance(lutram, int) or lutram < 0:
         raise _fail(where, f"model.lutram_luts must be a non-negative integer, not {lutram!r}")
-    return FpgaModel(target, coefficients, bram, lutram, where)
+    return FpgaModel(target, coefficients, bram, cost, shapes, lutram, where)  # type: ignore[arg-type]
 
 
 @functools.lru_cache(maxsize=None)
@@ -142,60 +167,94 @@ def l2_rows(l2_bytes: int, noc_words: float) -> tuple[int, int]:
     return operand, output
 
 
-def _blocks(model: FpgaModel, bits: int, rows: Any) -> Any:
-    per_block, side = model.bram_blocks[bits]
-    return side * np.ceil(rows / per_block) if isinstance(rows, np.ndarray) else side * math.ceil(rows / per_block)
-
-
-# --- the estimate -----------------------------------------------------------------------------------
-
-def _linear(c: Mapping[str, float], pes: Any, lanes: Any, words: Any, row_bits: Any) -> Any:
-    # (a resource with no NoC term stays finite at an unlimited NoC width)
-    per_word = c["per_noc_word"] * words if c["per_noc_word"] else 0.0
-    return ((((c["fixed"] + c["per_pe"] * pes) + c["per_pe_lane"] * (pes * lanes)) + per_word)
-            + c["per_l2_row_bit"] * row_bits)
-
-
-def estimate(hw: Hardware, target: str = "ecp5") -> dict[str, float]:
-    """``luts``, ``ffs``, ``dsps`` and ``brams`` of the design generated for ``hw`` on ``target``
-    (whole numbers; infinite for an unlimited NoC width)."""
-    model = load_model(target)
-    words = hw.noc_at(0).bandwidth_words_per_cycle
-    c = model.coefficients
-    if math.isinf(words):
-        linear = {r: _linear(c[r], hw.num_pes, hw.simd_lanes, words, 0.0) for r in RESOURCES}
-        brams = math.inf
-    else:
-        operand, output = l2_rows(hw.l2_bytes, words)
-        row_bits = float((operand - 1).bit_length())
-        linear = {r: _linear(c[r], hw.num_pes, hw.simd_lanes, words, row_bits) for r in RESOURCES}
-        split = (operand - 1).bit_length()          # the operand bank: one region's rows, then the other's
-        brams = words * (_blocks(model, 8, (1 << split) + operand) + _blocks(model, 32, output))
-    figures = {"luts": linear["lut"] + model.lutram_luts * linear["lutram"], "ffs": linear["ff"],
-               "dsps": linear["dsp"], "brams": brams}
-    return {k: float(round(v)) if math.isfinite(v) else v for k, v in figures.items()}
-
-
-def estimate_arrays(target: str, num_pes: np.ndarray, simd_lanes: np.ndarray, noc_words: np.ndarray,
-                    l2_bytes: np.ndarray) -> dict[str, np.ndarray]:
-    """:func:`estimate` over arrays of points (float64, equal to it point by point)."""
-    model = load_model(target)
-    pes = np.asarray(num_pes, dtype=np.float64)
-    lanes = np.asarray(simd_lanes, dtype=np.float64)
-    words = np.asarray(noc_words, dtype=np.float64)
+def l2_memories(model: FpgaModel, l2_bytes: np.ndarray, noc_words: np.ndarray) -> dict[str, np.ndarray]:
+    """An operand bank's row bits, and the L2's block RAMs and LUT-RAM cells, per point (arrays,
+    or 0-d arrays for one).  An operand bank holds one region's rows up to a power of two, then the
+    other's (8-bit words); an output bank its region's (32-bit).  Yosys maps a bank to whichever
+    its techlib's costs make cheaper: block RAMs, or the fewest LUT-RAM cells (a small bank; a
+    tie goes to block RAM).  An unlimited width has infinite block RAMs and no row bits."""
     l2 = np.asarray(l2_bytes, dtype=np.int64)
-    c = model.coefficients
+    words = np.asarray(noc_words, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         operand = np.maximum(1.0, np.ceil((l2 // _OPERAND_BYTES_PER_WORD) / words))
         output = np.maximum(1.0, np.ceil((l2 // _OUTPUT_BYTES_PER_WORD) / words))
         split = bit_length(operand - 1)
-        row_bits = np.where(np.isinf(words), 0.0, split)
-        linear = {r: _linear(c[r], pes, lanes, words, row_bits) for r in RESOURCES}
-        brams = words * (_blocks(model, 8, np.exp2(split) + operand) + _blocks(model, 32, output))
-        brams = np.where(np.isinf(words), np.inf, brams)
-        figures = {"luts": linear["lut"] + model.lutram_luts * linear["lutram"], "ffs": linear["ff"],
-                   "dsps": linear["dsp"], "brams": brams}
-        return {k: np.rint(v) for k, v in figures.items()}
+        brams = cells = np.zeros_like(words)
+        for bits, depth in ((8, np.exp2(split) + operand), (32, output)):
+            per_block, side = model.bram_blocks[bits]
+            blocks = side * np.ceil(depth / per_block)
+            lut_cost, lut_cells = np.full_like(words, np.inf), np.zeros_like(words)
+            for rows, width, cost in model.lutram_cells:
+                n = np.ceil(depth / rows) * math.ceil(bits / width)
+                lut_cells = np.where(n * cost < lut_cost, n, lut_cells)
+                lut_cost = np.minimum(n * cost, lut_cost)
+            in_lutram = lut_cost < blocks * model.bram_cost
+            brams = brams + np.where(in_lutram, 0.0, blocks)
+            cells = cells + np.where(in_lutram, lut_cells, 0.0)
+        unlimited = np.isinf(words)
+        return {"row_bits": np.where(unlimited, 0.0, split), "brams": np.where(unlimited, np.inf, words * brams),
+                "lutram_cells": np.where(unlimited, 0.0, words * cells)}
+
+
+# --- the estimate -----------------------------------------------------------------------------------
+
+def _linear(c: Mapping[str, Any], pes: Any, lanes: Any, words: Any, row_bits: Any) -> Any:
+    # (a term whose coefficient is 0 adds 0, not 0 x inf: a resource with no NoC term stays finite
+    # at an unlimited NoC width)
+    def times(term: str, value: Any) -> Any:
+        if isinstance(c[term], np.ndarray):
+            return np.where(c[term] == 0, 0.0, c[term] * value)
+        return c[term] * value if c[term] else 0.0
+    return (((((c["fixed"] + c["per_pe"] * pes) + c["per_pe_lane"] * (pes * lanes)) + times("per_pe_noc_word", pes * words))
+             + times("per_noc_word", words)) + c["per_l2_row_bit"] * row_bits)
+
+
+def _check_family(family: str) -> bool:
+    """Whether the generator builds ``family`` (a library family it does not has no figures)."""
+    if family in FAMILIES:
+        return True
+    if family not in LIBRARY:
+        raise AccelgenError(f"unknown dataflow family {family!r}; expected one of {', '.join(LIBRARY)}",
+                            where="FPGA resource model")
+    return False
+
+
+def estimate(hw: Hardware, target: str = "ecp5", *, family: str, model: FpgaModel | None = None) -> dict[str, float]:
+    """``luts``, ``ffs``, ``dsps`` and ``brams`` of the design generated for ``hw`` with the
+    dataflow ``family`` on ``target`` (whole numbers; infinite for an unlimited NoC width or a
+    family the generator does not build).  ``model``: another than the target's file (a fit's)."""
+    model = model or load_model(target)
+    if not _check_family(family):
+        return {k: math.inf for k in FPGA_METRICS}
+    words = hw.noc_at(0).bandwidth_words_per_cycle
+    l2 = {k: float(v) for k, v in l2_memories(model, np.asarray(hw.l2_bytes), np.asarray(words)).items()}
+    c = model.coefficients[family]
+    linear = {r: _linear(c[r], hw.num_pes, hw.simd_lanes, words, l2["row_bits"]) for r in RESOURCES}
+    figures = {"luts": linear["lut"] + model.lutram_luts * (linear["lutram"] + l2["lutram_cells"]),
+               "ffs": linear["ff"], "dsps": linear["dsp"], "brams": l2["brams"]}
+    return {k: float(round(v)) if math.isfinite(v) else v for k, v in figures.items()}
+
+
+def estimate_arrays(target: str, families: Sequence[str], family: np.ndarray, num_pes: np.ndarray,
+                    simd_lanes: np.ndarray, noc_words: np.ndarray, l2_bytes: np.ndarray) -> dict[str, np.ndarray]:
+    """:func:`estimate` over arrays of points (float64, equal to it point by point): point ``i``'s
+    family is ``families[family[i]]`` (its coefficients gathered by that index)."""
+    model = load_model(target)
+    built = np.array([_check_family(f) for f in families] + [False], dtype=bool)
+    index = np.where(built[np.asarray(family, dtype=np.int64)], np.asarray(family, dtype=np.int64), len(families))
+    # one row of coefficients per family (a row of zeros for one not built), then each point's row
+    c = {r: {t: np.array([model.coefficients[f][r][t] if b else 0.0 for f, b in zip(families, built)] + [0.0])[index]
+             for t in TERMS} for r in RESOURCES}
+    pes = np.asarray(num_pes, dtype=np.float64)
+    lanes = np.asarray(simd_lanes, dtype=np.float64)
+    words = np.asarray(noc_words, dtype=np.float64)
+    l2 = l2_memories(model, np.asarray(l2_bytes, dtype=np.int64), words)
+    with np.errstate(invalid="ignore", over="ignore"):
+        linear = {r: _linear(c[r], pes, lanes, words, l2["row_bits"]) for r in RESOURCES}
+        figures = {"luts": linear["lut"] + model.lutram_luts * (linear["lutram"] + l2["lutram_cells"]),
+                   "ffs": linear["ff"], "dsps": linear["dsp"], "brams": l2["brams"]}
+        none = index == len(families)
+        return {k: np.where(none, np.inf, np.rint(v)) for k, v in figures.items()}
 
 
 # --- parts ----------------------------------------------------------------------------------------

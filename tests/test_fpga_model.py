@@ -1,7 +1,9 @@
-"""The FPGA resource model (costmodel.fpga): its figures over a search's arrays equal the scalar
-estimate point by point; a design the fit never saw, synthesised afresh, is within 10 % on LUTs
-and FFs and exact on DSPs and block RAMs; ``accelgen explore`` with ``--part`` or ``luts<=N``
-keeps only designs under the limits; bad parts, targets and metrics are one line."""
+"""The FPGA resource model (costmodel.fpga): its figures over a search's arrays, each point's
+coefficients gathered by its dataflow families (and two accelerators' sum for a model with
+GEMMs), equal the scalar estimate point by point; designs the fit never saw, synthesised afresh,
+are within 10 % on LUTs and FFs and exact on DSPs and block RAMs; ``accelgen explore`` with
+``--part`` or ``luts<=N`` keeps only designs under the limits; bad parts, targets and metrics are
+one line."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import csv
 import importlib.util
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -17,12 +20,15 @@ import yaml
 
 from accelgen import synth
 from accelgen.cli import main
-from costmodel import AccelgenError, Conv2D, Model, fpga
-from costmodel.design import load_design
+from costmodel import GEMM, AccelgenError, Conv2D, Model, fpga
+from costmodel.design import Design, load_design
 from costmodel.dse import make_plan, parse_constraint, space_from_dict
 from costmodel.dse.evaluate import VectorEvaluator, metric
 from costmodel.dse.plan import part_constraints
-from costmodel.fpga import FPGA_METRICS, PARTS, estimate, find_part, load_model
+from costmodel.fpga import FAMILIES, FPGA_METRICS, PARTS, estimate, find_part, load_model
+from costmodel.workload import load_workload_yaml, parse_layer_spec
+from hwgen.emit import TOP
+from hwgen.pe import PE_MODULE
 
 ROOT = Path(__file__).resolve().parents[1]
 # (convolutions only: one accelerator a point; a model with GEMMs too is built as two)
@@ -37,6 +43,13 @@ SPACE = {
                  "noc": [{"bandwidth_words_per_cycle": [0.5, 1, 2, 3, 4, 8, 16, "inf"], "latency_cycles": 1}]},
     "dataflows": {"kcp": {}},
 }
+#: Every family, kcp twice (its choices' families are gathered by index), yrp (not generated: no
+#: figures), and a GEMM family for the second accelerator.
+FAMILY_SPACE = {**SPACE, "hardware": {**SPACE["hardware"], "l2_bytes": [1024, 16384, 40000, 1048576],
+                                      "noc": [{"bandwidth_words_per_cycle": [0.5, 1, 3, 8, 16, "inf"],
+                                               "latency_cycles": 1}]},
+                "dataflows": {"kcp": {"cluster": [4, 64]}, "cp": {}, "xp": {}, "yxp": {}, "yrp": {}, "nmk": {}}}
+CONV = Conv2D("c", K=8, C=8, Y=8, X=8, R=3, S=3)
 
 
 def _fit_script():
@@ -60,15 +73,21 @@ def needs_yosys() -> None:
     pytest.skip(msg)
 
 
+def _scalar(hw, families: list[str], target: str = "ecp5") -> dict[str, float]:
+    """The figures of one accelerator per family in ``families``, from the scalar estimate."""
+    parts = [estimate(hw, target, family=f) for f in families]
+    return {name: sum((p[name] for p in parts), 0.0) for name in FPGA_METRICS}
+
+
 def test_arrays_equal_the_scalar_estimate_point_by_point() -> None:
-    model = Model("one", (Conv2D("c", K=8, C=8, Y=8, X=8, R=3, S=3),))
+    model = Model("one", (CONV,))
     plan = make_plan(space_from_dict(SPACE), model, ("runtime_cycles", "luts"), (), "maestro")
     flat = np.arange(plan.size, dtype=np.int64)
     m = VectorEvaluator(plan).evaluate(flat)
     got = {name: metric(plan, m, name) for name in FPGA_METRICS}
     for f in flat.tolist():
-        want = estimate(plan.hardware(f), "ecp5")
-        assert {name: float(got[name][f]) for name in FPGA_METRICS} == want, plan.point_axes(f)
+        assert {name: float(got[name][f]) for name in FPGA_METRICS} == _scalar(plan.hardware(f), ["kcp"]), \
+            plan.point_axes(f)
     finite = np.isfinite(got["luts"])
     assert finite.sum() == plan.size * 7 // 8 and not np.isfinite(got["brams"][~finite]).any()
     assert np.isfinite(got["dsps"]).all()
@@ -79,34 +98,111 @@ def test_arrays_equal_the_scalar_estimate_point_by_point() -> None:
     assert (np.diff(got["brams"].reshape(4, 3, 8, 6)[:, :, :7], axis=3) >= 0).all()
 
 
-def test_model_file_carries_its_provenance() -> None:
-    doc = yaml.safe_load((ROOT / "configs" / "fpga" / "ecp5.yaml").read_text())
+def test_each_family_has_its_own_coefficients_gathered_point_by_point() -> None:
+    model = Model("two", (CONV, GEMM("g", M=8, N=8, K=8)))
+    plan = make_plan(space_from_dict(FAMILY_SPACE), model, ("runtime_cycles", "luts"), (), "maestro")
+    assert plan.accelerators == 2 and [c.family for c in plan.choices("conv2d")] == \
+        ["kcp", "kcp", "cp", "xp", "yxp", "yrp"]
+    flat = np.arange(plan.size, dtype=np.int64)
+    m = VectorEvaluator(plan).evaluate(flat)
+    got = {name: metric(plan, m, name) for name in FPGA_METRICS}
+    by_family: dict[str, set[float]] = {}
+    for f in flat.tolist():
+        dataflows = plan.point_dataflows(f)
+        families = [dataflows["conv2d"].family, dataflows["gemm"].family]
+        hw = plan.hardware(f)
+        want = _scalar(hw, families)
+        assert {name: float(got[name][f]) for name in FPGA_METRICS} == want, plan.point_axes(f)
+        if (hw.num_pes, hw.simd_lanes, hw.noc_at(0).bandwidth_words_per_cycle, hw.l2_bytes) == (8, 1, 8, 16384):
+            by_family.setdefault(families[0], set()).add(want["luts"])
+    # a family the generator does not build has no design; the others differ, kcp's choices agree
+    assert by_family["yrp"] == {np.inf} and len(by_family["kcp"]) == 1
+    assert len({v for f, vs in by_family.items() if f != "yrp" for v in vs}) == 4
+    with pytest.raises(AccelgenError, match=r"unknown dataflow family 'kcpp'; expected one of kcp, yrp"):
+        estimate(plan.hardware(0), "ecp5", family="kcpp")
+
+
+def test_per_layer_dataflows_take_the_largest_family_of_each_kind() -> None:
+    space = {**FAMILY_SPACE, "search": {"per_layer_dataflow": True},
+             "dataflows": {"kcp": {}, "xp": {}, "yrp": {}, "nmk": {}}}
+    model = Model("two", (CONV, GEMM("g", M=8, N=8, K=8)))
+    plan = make_plan(space_from_dict(space), model, ("runtime_cycles", "luts"), (), "maestro")
+    assert plan.conv_axis is None and plan.gemm_axis is None
+    flat = np.arange(0, plan.size, 7, dtype=np.int64)
+    m = VectorEvaluator(plan).evaluate(flat)
+    got = metric(plan, m, "luts")
+    for i, f in enumerate(flat.tolist()):
+        hw = plan.hardware(f)
+        conv = max(estimate(hw, "ecp5", family=family)["luts"] for family in ("kcp", "xp"))
+        assert got[i] == conv + estimate(hw, "ecp5", family="nmk")["luts"]
+
+
+def test_the_flow_report_estimates_each_accelerator_with_its_family() -> None:
+    from accelgen.flow_report import _model_estimate
+    from costmodel import builtin_hardware
+    hw = builtin_hardware("tiny").with_overrides(name="x", num_pes=8, simd_lanes=1, noc_bw=8, l2_bytes=32768)
+    design = Design(hw, {"conv2d": ("xp", {}), "gemm": ("nmk", {})})
+    got = _model_estimate(design, "ecp5", ["conv2d", "gemm"])
+    assert got is not None and got["families"] == {"conv2d": "xp", "gemm": "nmk"}
+    assert {k: got[k] for k in FPGA_METRICS} == _scalar(hw, ["xp", "nmk"])
+    assert {k: v for k, v in _model_estimate(design, "ecp5", ["conv2d"]).items() if k in FPGA_METRICS} == \
+        estimate(hw, "ecp5", family="xp") != estimate(hw, "ecp5", family="kcp")
+    assert _model_estimate(design, "generic", ["conv2d"]) is None
+
+
+@pytest.mark.parametrize("target", ["ecp5", "xilinx"])
+def test_model_file_carries_its_provenance(target: str) -> None:
+    doc = yaml.safe_load((ROOT / "configs" / "fpga" / f"{target}.yaml").read_text())
     prov = doc["provenance"]
-    assert prov["yosys"].startswith("Yosys ") and prov["synthesis"]["script"] == synth.TARGETS["ecp5"]
-    assert len(prov["generator_digest"]) == 16 and len(prov["accelgen_commit"].split()[0]) == 40
-    fitted = [d for d in prov["designs"] if d["role"] == "fit"]
-    assert len(fitted) > len(doc["model"]["lut"]) and all(d["measured"]["luts"] > 0 for d in fitted)
+    assert prov["yosys"].startswith("Yosys ") and prov["synthesis"]["script"] == synth.TARGETS[target]
+    assert len(prov["generator_digest"]) == 16 and len(prov["accelgen_commit"]) == 40    # (clean: no note)
+    assert list(prov["families"]) == list(FAMILIES)
     # the recorded residuals are the model's own: every design's figure is the model's estimate now
     fit = _fit_script()
-    for d in prov["designs"]:
-        hw = fit._hardware(fit.Design(**{k: d[k] for k in ("name", "num_pes", "simd_lanes", "noc_words", "l2_bytes")}))
-        assert {k: int(v) for k, v in estimate(hw, "ecp5").items()} == d["model"], d["name"]
+    for family, record in prov["families"].items():
+        fitted = [d for d in record["designs"] if d["role"] == "fit"]
+        assert len(fitted) > 4 and all(d["measured"]["luts"] > 0 for d in fitted)
+        assert [d["name"] for d in record["designs"] if d["role"] == "held_out"] == \
+            [d.name for d in fit.CHECKS if d.dataflow == family]
+        for d in record["designs"]:
+            assert d["dataflow"] == family
+            hw = fit._hardware(fit.design_from_dict({k: d[k] for k in fit.Design.__dataclass_fields__}))
+            assert {k: int(v) for k, v in estimate(hw, target, family=family).items()} == d["model"], d["name"]
+
+
+#: Synthesised afresh: kcp's held-out design and make demo's (xp, 8 PEs, W = 8, 32 KiB, for
+#: demo_cnn's layers); the other families' are in the fit script's report (docs/fpga.md).
+FRESH = ("kcp_p4_w2_l32k_s2", "xp_p8_w8_l32k_s1_demo")
 
 
 @pytest.mark.usefixtures("needs_yosys")
-def test_a_design_outside_the_fit_is_within_ten_percent_of_fresh_synthesis(tmp_path: Path) -> None:
+def test_designs_outside_the_fit_are_within_ten_percent_of_fresh_synthesis(tmp_path: Path) -> None:
     fit = _fit_script()
-    held_out = next(d for d in fit.CHECKS if d.dataflow == fit.DATAFLOW)
-    assert all((d.num_pes, d.simd_lanes, d.noc_words, d.l2_bytes) !=
-               (held_out.num_pes, held_out.simd_lanes, held_out.noc_words, held_out.l2_bytes) for d in fit.FIT)
-    verilog, _, _ = fit._emit(held_out, tmp_path)
-    r = synth.synthesize_design(verilog, held_out.num_pes, "ecp5").total
+    checks = [d for d in fit.CHECKS if d.name in FRESH]
+    assert len(checks) == len(FRESH)
+    sizes = {(d.dataflow, d.num_pes, d.simd_lanes, d.noc_words, d.l2_bytes, d.layers) for d in fit.FIT}
+    assert not {(d.dataflow, d.num_pes, d.simd_lanes, d.noc_words, d.l2_bytes, d.layers) for d in checks} & sizes
+    # (make demo's design is made for demo_cnn's layers)
+    demo = next(d for d in checks if d.dataflow == "xp")
+    assert [parse_layer_spec(spec).describe() for spec in demo.layers] == \
+        [layer.describe() for layer in load_workload_yaml(DEMO_CNN).layers]
     model = load_model("ecp5")
-    measured = {"luts": r.lut + model.lutram_luts * r.lutram, "ffs": r.ff, "dsps": r.dsp, "brams": r.bram}
-    predicted = estimate(fit._hardware(held_out), "ecp5")
-    for name in ("luts", "ffs"):
-        assert abs(predicted[name] - measured[name]) <= 0.10 * measured[name], (name, predicted, measured)
-    assert (predicted["dsps"], predicted["brams"]) == (measured["dsps"], measured["brams"])
+
+    # two Yosys runs at a time: both designs' shared parts first, the larger first, then their PEs
+    checks.sort(key=lambda d: -d.num_pes * d.noc_words)
+    verilog = {d.name: fit._emit(d, tmp_path)[0] for d in checks}
+    with ThreadPoolExecutor(2) as pool:
+        runs = {(d.name, top): pool.submit(synth.synthesize_module, verilog[d.name], top, "ecp5", blackbox=bb)
+                for top, bb in ((TOP, (PE_MODULE,)), (PE_MODULE, ())) for d in checks}
+    for d in checks:
+        r = synth.DesignResources("ecp5", d.num_pes, runs[d.name, PE_MODULE].result(),
+                                  runs[d.name, TOP].result()).total
+        measured = {"luts": r.lut + model.lutram_luts * r.lutram, "ffs": r.ff, "dsps": r.dsp, "brams": r.bram}
+        predicted = estimate(fit._hardware(d), "ecp5", family=d.dataflow)
+        for name in ("luts", "ffs"):
+            assert abs(predicted[name] - measured[name]) <= 0.10 * measured[name], (d.name, name, predicted, measured)
+        assert (predicted["dsps"], predicted["brams"]) == (measured["dsps"], measured["brams"]), (d.name, predicted,
+                                                                                                  measured)
 
 
 def _space_file(tmp_path: Path, constraints: list[str] | None = None) -> Path:
@@ -131,7 +227,8 @@ def _explore(tmp_path: Path, out: str, *extra: str, space: Path | None = None) -
 
 
 def _figures(tmp_path: Path, out: str, row: dict[str, str]) -> dict[str, float]:
-    return estimate(load_design(tmp_path / out / row["file"]).hardware, "ecp5")
+    design: Design = load_design(tmp_path / out / row["file"])
+    return _scalar(design.hardware, [family for family, _ in design.dataflows.values()])
 
 
 def test_explore_with_a_part_keeps_only_designs_that_fit_it(tmp_path: Path,

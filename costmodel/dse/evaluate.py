@@ -466,11 +466,28 @@ def metric(plan: Plan, m: Metrics, name: str) -> np.ndarray:
         return np.asarray(axis.values, dtype=dtype)[i]
 
     if name in FPGA_METRICS:
-        # (the generated design's buses and L2 banks are the top NoC level's width; a model with
-        # convolutions and GEMMs is built as two accelerators of the point's parameters)
-        return plan.accelerators * estimate_arrays(
-            plan.fpga_target, column("num_pes", np.int64), column("simd_lanes", np.int64),
-            column("noc[0].bandwidth_words_per_cycle", np.float64), column("l2_bytes", np.int64))[name]
+        # One accelerator per layer kind of the model, each of the point's parameters and of its
+        # kind's dataflow family (the generated design's buses and L2 banks are the top NoC
+        # level's width): the sum of the two.  Per-layer dataflows leave an accelerator's family
+        # to its first layer's choice, which is not seen here: the largest of the families of
+        # its kind that the generator builds bounds it.
+        from ..fpga import FAMILIES
+        sizes = (column("num_pes", np.int64), column("simd_lanes", np.int64),
+                 column("noc[0].bandwidth_words_per_cycle", np.float64), column("l2_bytes", np.int64))
+        total = np.zeros(len(m.flat), dtype=np.float64)
+        for kind in ("conv2d", "gemm"):
+            if kind not in {_kind(layer) for layer in plan.model.layers}:
+                continue
+            families = [c.family for c in plan.choices(kind)]
+            axis = plan.conv_axis if kind == "conv2d" else plan.gemm_axis
+            if axis is not None:
+                figure = estimate_arrays(plan.fpga_target, families, idx[axis], *sizes)[name]
+            else:
+                built = [j for j, f in enumerate(families) if f in FAMILIES] or [0]
+                figure = np.max([estimate_arrays(plan.fpga_target, families, np.full(len(m.flat), j), *sizes)[name]
+                                 for j in built], axis=0)
+            total = total + figure
+        return total
     if name == "noc_bw_words_per_cycle":
         levels = [np.asarray(by_name[f"noc[{k}].bandwidth_words_per_cycle"][0].values, dtype=np.float64)[
             by_name[f"noc[{k}].bandwidth_words_per_cycle"][1]] for k in range(len(plan.space.noc))]
