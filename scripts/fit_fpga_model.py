@@ -15,12 +15,15 @@ in ``--work`` (one JSON file, reused while the generator, the target and Yosys a
 a rerun only fits.
 
 The fit, per family: the PE's LUTs, FFs, multipliers and LUT RAM against ``[1, lanes, W]`` over
-its distinct PE modules; the shared parts' LUTs and FFs against ``[1, PEs, W]`` and one L2 row-bit
-term common to every family (the L2 is the same module in all: :data:`COMMON`), over the designs
-(numpy ``lstsq``); the shared parts' multipliers and LUT RAM counted (the family's median); all
-combined into the model's terms and rounded to whole cells.  Block RAMs are the L2 banks'
-geometry, checked against every design's count.  The held-out designs are synthesised and
-reported, not fitted; ``xp``'s is the design ``make demo`` picks, for the demo network's layers.
+its distinct PE modules (``W`` only where its PEs change with it); the shared parts' LUTs and FFs
+against each family's ``[1, PEs, W]`` and one L2 row-bit term common to every family (the L2 is
+the same module in all, and each family's fitted alone agrees within the mapping's spread: the
+file keeps those), over every design at once (numpy ``lstsq``); the shared parts' multipliers
+and LUT RAM counted (the family's median, beside the LUT RAM of small L2 banks); all combined
+into the model's terms and rounded to whole cells.  Block RAMs (and a small bank's LUT RAM) are
+the L2 banks' geometry, checked against every design's count.  The held-out designs are synthesised and
+reported, not fitted; ``xp``'s is the design ``accelgen flow`` picked for the demo network
+(``--objectives runtime,luts``), made for its layers.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ CONV_LAYERS = ("conv2d:K=8,C=8,Y=8,X=8,R=3,S=3",
                "conv2d:K=16,C=8,Y=16,X=16,R=3,S=3,stride=2,padding=1",
                "conv2d:K=16,C=16,Y=8,X=8,R=1,S=1")
 GEMM_LAYERS = ("gemm:M=8,N=8,K=8",)
-#: configs/workloads/demo_cnn.yaml's layers: ``make demo``'s design is made for these.
+#: configs/workloads/demo_cnn.yaml's layers: the demo network's design is made for these.
 DEMO_LAYERS = ("conv2d:K=8,C=3,Y=16,X=16,R=3,S=3,padding=1",
                "conv2d:K=16,C=8,Y=16,X=16,R=3,S=3,stride=2,padding=1",
                "conv2d:K=32,C=16,Y=8,X=8,R=1,S=1",
@@ -79,7 +82,8 @@ class Design:
 #: 16 KiB), with PEs 4-16, lanes 1-4, W 1-8 and L2 4-64 KiB, and an operand bank's row bits 7-14.
 FIT_SIZES = ((8, 1, 4, 16384), (4, 1, 4, 16384), (16, 1, 2, 32768), (8, 2, 1, 4096), (8, 1, 8, 65536),
              (4, 4, 2, 16384), (4, 1, 1, 65536), (8, 1, 8, 4096))
-#: Held out, per family: a size the fit did not see; ``xp``'s is ``make demo``'s design.
+#: Held out, per family: a size the fit did not see; ``xp``'s is the demo network's design (8 PEs,
+#: W = 8, 32 KiB: what ``accelgen flow --objectives runtime,luts`` picked with the kcp-only model).
 CHECK_SIZES = {"kcp": (4, 2, 2, 32768), "cp": (4, 2, 2, 32768), "xp": (8, 1, 8, 32768), "yxp": (4, 2, 2, 32768),
                "nmk": (4, 2, 2, 32768)}
 
@@ -91,9 +95,6 @@ def _name(family: str, p: int, s: int, w: int, l2: int, demo: bool = False) -> s
 FIT = tuple(Design(_name(f, *size), f, *size, layers) for f, layers in FAMILY_LAYERS.items() for size in FIT_SIZES)
 CHECKS = tuple(Design(_name(f, *size, demo=f == "xp"), f, *size, DEMO_LAYERS if f == "xp" else FAMILY_LAYERS[f])
                for f, size in CHECK_SIZES.items())
-#: Terms fitted once over every family's designs: the L2 (its banks' address paths and counters)
-#: is the same module whatever the dataflow (the per-family fits agree: docs/fpga.md).
-COMMON = ("per_l2_row_bit",)
 #: The block RAM a bank's memory takes, per word width: rows a block holds and blocks side by
 #: side (ECP5 DP16KD 2048x9 and 512x36; iCE40 SB_RAM40_4K 512x8 and 256x16; 7-series RAMB18E1
 #: like the ECP5's).
@@ -271,7 +272,7 @@ def _pe_features(pes: list[dict]) -> tuple[str, ...]:
 
 def fit(measured: dict[str, dict], target: str) -> tuple[dict, dict, dict]:
     """The model's coefficients (rounded), the raw least-squares solutions, and each family's
-    shared parts fitted alone (its own row-bit term: what :data:`COMMON` rests on)."""
+    shared parts fitted alone (with a row-bit term of its own: what the common one rests on)."""
     families = FAMILIES
     fitted = [measured[d.name] for d in FIT]
     coefficients: dict[str, Any] = {f: {} for f in families}
@@ -302,7 +303,7 @@ def fit(measured: dict[str, dict], target: str) -> tuple[dict, dict, dict]:
             terms = {"fixed": a_sh[0], "per_pe": a_pe[0] + a_sh[1], "per_pe_lane": a_pe[1],
                      "per_pe_noc_word": a_pe[2], "per_noc_word": a_sh[2], "per_l2_row_bit": b}
             raw[f][resource] = {k: float(v) for k, v in terms.items()}
-            coefficients[f][resource] = {k: int(round(v)) + 0 for k, v in terms.items()}
+            coefficients[f][resource] = {k: int(round(v)) for k, v in terms.items()}
     return _model_doc(target, coefficients), raw, alone
 
 
@@ -375,7 +376,8 @@ def report(measured: dict[str, dict], model_doc: dict, raw: dict, alone: dict, t
             "date": datetime.date.today().isoformat(),
             "yosys": _yosys_version(),
             "synthesis": {"script": TARGETS[target], "flow": "accelgen.synth.synthesize_module: the PE alone, and "
-                          "the top with the PE black-boxed; stat -json; LUTs = LUT4 + 2 x CCU2C on ecp5",
+                          "the top with the PE black-boxed; stat -json; LUTs as accelgen.synth counts them (ecp5: "
+                          "LUT4 + 2 x CCU2C), LUT RAM apart",
                           "designs": len(every), "pe_modules": len(pe_seconds),
                           "yosys_seconds": round(sum(recorded) + sum(pe_seconds.values())),
                           "emit_seconds": round(sum(x["synthesis_seconds"]["emit"] for x in every))},
@@ -386,8 +388,9 @@ def report(measured: dict[str, dict], model_doc: dict, raw: dict, alone: dict, t
                           "only where its PEs of the same lanes differ with W)",
                     "shared": f"least squares on each family's {list(_SHARED_FEATURES)} and row bits common to "
                               "all, over every fitted design",
-                    "common": list(COMMON),
-                    "counted": f"{' and '.join(_COUNTED)} of the shared parts: the family's median count",
+                    "common": ["per_l2_row_bit"],
+                    "counted": f"{' and '.join(_COUNTED)} of the shared parts: the family's median count (LUT RAM "
+                               "beside the L2 banks', which their geometry gives)",
                     "combined": "fixed = shared fixed; per_pe = PE fixed + shared per PE; per_pe_lane = PE per "
                                 "lane; per_pe_noc_word = PE per word; per_noc_word, per_l2_row_bit = the shared "
                                 "parts'",

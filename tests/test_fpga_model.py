@@ -137,6 +137,22 @@ def test_per_layer_dataflows_take_the_largest_family_of_each_kind() -> None:
         assert got[i] == conv + estimate(hw, "ecp5", family="nmk")["luts"]
 
 
+@pytest.mark.parametrize("target, l2_bytes, words, brams, cells", [
+    # (Yosys on hwgen/ram.py's module alone: an ECP5 keeps an 8-bit bank of up to 128 rows and a
+    # 32-bit one of up to 32 in TRELLIS_DPR16X4 cells, a 7-series 320 and 64 in RAM64Ms; the
+    # 7-series case is the fit's designs of W = 8 and 4 KiB, 184 LUT-RAM cells beside the PEs')
+    ("ecp5", 4096, 16, 0, 16 * (8 * 2 + 2 * 8)),     # operand banks 64 + 64 rows, output 32
+    ("ecp5", 8192, 16, 32, 0),                       # 128 + 128 and 64: a tie goes to block RAM
+    ("xilinx", 4096, 8, 0, 8 * (4 * 3 + 1 * 11)),    # 128 + 128 and 64
+    ("xilinx", 8192, 8, 16, 0),                      # 256 + 256 and 128
+    ("ecp5", 32768, 8, 16, 0),                       # the demo network's: 1024 + 1024 and 512
+])
+def test_small_l2_banks_are_lut_ram_as_yosys_maps_them(target: str, l2_bytes: int, words: int, brams: int,
+                                                        cells: int) -> None:
+    got = fpga.l2_memories(load_model(target), np.asarray(l2_bytes), np.asarray(words))
+    assert (float(got["brams"]), float(got["lutram_cells"])) == (brams, cells)
+
+
 def test_the_flow_report_estimates_each_accelerator_with_its_family() -> None:
     from accelgen.flow_report import _model_estimate
     from costmodel import builtin_hardware
@@ -170,8 +186,8 @@ def test_model_file_carries_its_provenance(target: str) -> None:
             assert {k: int(v) for k, v in estimate(hw, target, family=family).items()} == d["model"], d["name"]
 
 
-#: Synthesised afresh: kcp's held-out design and make demo's (xp, 8 PEs, W = 8, 32 KiB, for
-#: demo_cnn's layers); the other families' are in the fit script's report (docs/fpga.md).
+#: Synthesised afresh: kcp's held-out design and the demo network's (xp, 8 PEs, W = 8, 32 KiB,
+#: for demo_cnn's layers); the other families' are in the fit script's report (docs/fpga.md).
 FRESH = ("kcp_p4_w2_l32k_s2", "xp_p8_w8_l32k_s1_demo")
 
 
@@ -182,7 +198,7 @@ def test_designs_outside_the_fit_are_within_ten_percent_of_fresh_synthesis(tmp_p
     assert len(checks) == len(FRESH)
     sizes = {(d.dataflow, d.num_pes, d.simd_lanes, d.noc_words, d.l2_bytes, d.layers) for d in fit.FIT}
     assert not {(d.dataflow, d.num_pes, d.simd_lanes, d.noc_words, d.l2_bytes, d.layers) for d in checks} & sizes
-    # (make demo's design is made for demo_cnn's layers)
+    # (the demo network's design is made for demo_cnn's layers)
     demo = next(d for d in checks if d.dataflow == "xp")
     assert [parse_layer_spec(spec).describe() for spec in demo.layers] == \
         [layer.describe() for layer in load_workload_yaml(DEMO_CNN).layers]
