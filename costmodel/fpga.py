@@ -17,8 +17,9 @@ distribution bus and the L2's banks (one operand and one output bank per word, :
 and in ``xp`` and ``yxp`` the lanes a PE aligns its input window from.  ``row bits`` is the
 address width of a bank's row in an operand region (``l2_split``: a quarter of L2's bytes in
 each): the L2's counters and address paths grow with it.  Block RAMs are counted from the banks'
-geometry instead (exact: each bank is one memory whose depth the L2's size and ``W`` fix), with
-the target's block shapes from the YAML file.  ``luts`` counts a LUT-RAM cell as the LUTs it
+geometry instead (exact: each bank is one memory whose depth the L2's size and ``W`` fix, in block
+RAM or, small, in LUT RAM, whichever the target's costs make cheaper), with the target's block
+shapes and costs from the YAML file.  ``luts`` counts a LUT-RAM cell as the LUTs it
 takes.  A library family the generator does not build (``yrp``) has no design: its figures are
 infinite, as are those of an unlimited NoC width.
 
@@ -99,11 +100,13 @@ def model_from_dict(doc: Any, where: str) -> FpgaModel:
         raise _fail(where, f"target must be one of {', '.join(FPGA_TARGETS)}, not {target!r}")
     model = doc.get("model")
     if not isinstance(model, dict):
-        raise _fail(where, "model must be a mapping with families, bram_blocks and lutram_luts")
+        raise _fail(where, "model must be a mapping with families, bram_blocks, bram_cost, lutram_cells and "
+                           "lutram_luts")
     families = model.get("families")
     if not isinstance(families, dict) or set(families) != set(FAMILIES):
+        given = sorted(families) if isinstance(families, dict) else families
         raise _fail(where, f"model.families must give the coefficients of every family the generator builds "
-                           f"({', '.join(FAMILIES)}), not {sorted(families) if isinstance(families, dict) else families!r}")
+                           f"({', '.join(FAMILIES)}), not {given!r}")
     coefficients: dict[str, dict[str, dict[str, float]]] = {}
     for family in FAMILIES:
         coefficients[family] = {}
@@ -127,7 +130,8 @@ def model_from_dict(doc: Any, where: str) -> FpgaModel:
                       _positive_int(where, f"model.bram_blocks.{bits}.blocks", shape["blocks"]))
     cost = _positive_int(where, "model.bram_cost", model.get("bram_cost"))
     cells = model.get("lutram_cells")
-    if not isinstance(cells, list) or not all(isinstance(c, dict) and set(c) == {"rows", "bits", "cost"} for c in cells):
+    if not isinstance(cells, list) or not all(isinstance(c, dict) and set(c) == {"rows", "bits", "cost"}
+                                              for c in cells):
         raise _fail(where, f"model.lutram_cells must be a list of {{rows: N, bits: N, cost: N}}, not {cells!r}")
     shapes = tuple(tuple(_positive_int(where, f"model.lutram_cells[{i}].{k}", c[k]) for k in ("rows", "bits", "cost"))
                    for i, c in enumerate(cells))
@@ -205,8 +209,8 @@ def _linear(c: Mapping[str, Any], pes: Any, lanes: Any, words: Any, row_bits: An
         if isinstance(c[term], np.ndarray):
             return np.where(c[term] == 0, 0.0, c[term] * value)
         return c[term] * value if c[term] else 0.0
-    return (((((c["fixed"] + c["per_pe"] * pes) + c["per_pe_lane"] * (pes * lanes)) + times("per_pe_noc_word", pes * words))
-             + times("per_noc_word", words)) + c["per_l2_row_bit"] * row_bits)
+    return (((((c["fixed"] + c["per_pe"] * pes) + c["per_pe_lane"] * (pes * lanes))
+               + times("per_pe_noc_word", pes * words)) + times("per_noc_word", words)) + c["per_l2_row_bit"] * row_bits)
 
 
 def _check_family(family: str) -> bool:
