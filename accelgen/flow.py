@@ -276,7 +276,7 @@ class _Flow:
         done = {(r["kind"], r["shape"]) for r in results}
         todo = []
         for kind, layers in self.kinds().items():
-            df0, structure = design_structure(hw, design.dataflow_for, layers)
+            structure = design_structure(hw, design.dataflow_for, layers)[1]
             for group in sample_layers(layers, a.verify, a.verify_layers):
                 todo.append((kind, structure, group))
         self.say("verify", f"{len(todo)} layer shapes on {a.sim}" + (f" ({len(done)} done before)" if done else ""))
