@@ -121,8 +121,15 @@ class _PerClass:
         k0, k1 = self._unit_key((d,), u0, u1)
         which = desc.valid.name[:2]
         di = LOOP_DIMS.index(d)
-        ld = self._once(("ext", "ld", d, k0, k1),
-                        lambda: self.ctl.ahead(self.m, "ld", f"ld_ext_{d}_{k0}_{k1}", *self.g.pe_tile_stages(di, k0, k1)))
+        s = self.s
+        level = next((lv for lv in (0, 1) if s.spatial[lv] == d and (s.n0, s.n1)[lv] > 1), None)
+        if level is not None:               # (every unit of the level at once: Geometry.spread_extent_stages)
+            units = self._once(("ext", "units", d), lambda: self.ctl.ahead(
+                self.m, "ld", f"ld_ext_{d}", *self.g.spread_extent_stages(di, level)))
+            ld = units[f"u{(k0, k1)[level]}"]
+        else:
+            ld = self._once(("ext", "ld", d, k0, k1), lambda: self.ctl.ahead(
+                self.m, "ld", f"ld_ext_{d}_{k0}_{k1}", *self.g.pe_tile_stages(di, k0, k1)))
         if which == "ld":
             return ld
         return self._once(("ext", which, d, k0, k1), lambda: self.ctl.later(self.m, ld, which))

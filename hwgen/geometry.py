@@ -153,12 +153,16 @@ class Geometry:
         return off0, off1
 
     def scaled(self, level: int, d: str, u: int):
-        """``u * T_level[d]`` for a constant ``u``: a static register (shifts and adds, so no
-        multiplier and on no path of the run)."""
+        """``u * T_level[d]`` for a constant ``u`` and the dimension ``d`` that ``level``
+        spreads: a static register (shifts and adds, so no multiplier and on no path of the run),
+        as wide as ``u`` PE tiles: the host checks the level's tile is at most the generated PE
+        tile and, at level 0, the same as level 1's (:func:`costmodel.hwgen_preset.structure.tiles_of`)."""
+        assert self.s.spatial[level] == d, f"{d} is not spread at level {level}"
         T = (self.T0, self.T1)[level][d]
         key = (level, d, u)
         if key not in self._scaled:
-            self._scaled[key] = self.static(times(u, T), f"t{level}_{d}_x{u}")
+            width = max(1, (u * self.s.pe_tile_max[d]).bit_length())
+            self._scaled[key] = self.static(times(u, T)[:width], f"t{level}_{d}_x{u}", width)
         return self._scaled[key]
 
     def tile_stages(self, di: int, off0, off1) -> tuple:
@@ -191,6 +195,76 @@ class Geometry:
             e = Mux(p["a_lt_b"], Mux(p["a_lt_t1"], p["a"], T1), Mux(p["b_lt_t1"], p["b"], T1))
             return Mux(p["neg"], 0, e)[:COORD]
         return a1, a2, b1
+
+    def extent_bits(self, d: str) -> int:
+        """Bits of a PE's tile extent along ``d``: it is at most the generated PE tile, which the
+        host checks a layer's tile against (:func:`costmodel.hwgen_preset.structure.tiles_of`)."""
+        return max(1, self.s.pe_tile_max[d].bit_length())
+
+    def spread_extent_stages(self, di: int, level: int) -> tuple:
+        """The extents along loop dim ``di`` of all the units of ``level``, which spreads it,
+        as four stages for :meth:`Controller.ahead` giving a dict of registers ``{"u<k>":
+        extent}``, each :meth:`extent_bits` wide: the values of :meth:`pe_tile_stages` for each
+        unit, with what the units share computed once.  Unit ``k``'s tile starts ``S_k = k * T``
+        past the step's ``b0 + r1`` (``T`` the level's tile, ``S_k`` a static register:
+        :meth:`scaled`), so its extent ``max(0, min(T1, T0 - inner, D - start))`` is:
+
+        - level 1 (``inner = r1 + S_k``): ``max(0, min(T1, M - S_k))``, ``M = min(T0 - r1,
+          D - b0 - r1)``: ``T1`` where ``M >= S_{k+1}``, ``M - S_k`` where ``M > S_k``, else 0;
+        - level 0 (``inner = r1``; ``r1`` is 0 there, as the inner level keeps the cluster's
+          tile): ``max(0, min(P, B - S_k))``, ``P = min(T1, T0 - r1)``, ``B = D - b0 - r1``: 0 unless ``B > S_k`` and
+          ``P > 0``; ``B - S_k`` where it is less than ``P``, that is where ``B - P = max(D -
+          T0 - b0, D - T1 - b0 - r1)`` is less than ``S_k``; else ``P``.
+
+        A unit's chosen difference is below ``T1``, so its low bits are the extent: each unit
+        keeps two comparisons and a narrow difference (``b1``), then the choice (``b2``), and
+        no 16-bit sum of its own (``small``'s 64 units along ``C``: 6,700 flip-flops before)."""
+        s, d = self.s, LOOP_DIMS[di]
+        T0, T1, D = self.T0[d], self.T1[d], self.D[d]
+        n, w = (s.n0, s.n1)[level], self.extent_bits(d)
+        lims = self._tile_limits(d)
+        offset = [Const(0, COORD)] + [self.scaled(level, d, k) for k in range(1, n + (level == 1))]
+        t1 = pipe(self.m, T1[:w], f"t1_{d}_units{next(self._copies)}")    # (a copy beside the choices)
+
+        if level == 1:
+            def a1(desc):
+                return {"a": T0 - desc.r1[di], "b": D - desc.start[di], "a_lt_b": desc.b0[di] < lims["D-T0"]}
+
+            def a2(p):
+                return {"m": Mux(p["a_lt_b"], p["a"], p["b"])}
+
+            def b1(p):
+                out = {}
+                for k in range(n):
+                    out.update({f"full{k}": p["m"] >= offset[k + 1], f"some{k}": p["m"] > offset[k],
+                                f"part{k}": (p["m"] - offset[k])[:w]})
+                return out
+
+            def b2(p):
+                return {f"u{k}": Mux(p[f"full{k}"], t1, Mux(p[f"some{k}"], p[f"part{k}"], 0))[:w] for k in range(n)}
+            return a1, a2, b1, b2
+
+        def a1(desc):
+            r1, start = desc.r1[di], desc.start[di]
+            return {"a": T0 - r1, "b": D - start, "x": lims["D-T0"] - desc.b0[di], "y": lims["D-T1"] - start,
+                    "a_lt_t1": r1 > lims["T0-T1"]}
+
+        def a2(p):
+            # (where a < T1 its low bits are P, unless a <= 0, and then pos says so)
+            return {"p": Mux(p["a_lt_t1"], p["a"][:w], t1), "pos": Mux(p["a_lt_t1"], p["a"] > 0, 1),
+                    "b": p["b"], "x": p["x"], "y": p["y"]}
+
+        def b1(p):
+            out = {"p": p["p"], "pos": p["pos"]}
+            for k in range(n):
+                out.update({f"some{k}": p["b"] > offset[k], f"less{k}": (p["x"] < offset[k]) & (p["y"] < offset[k]),
+                            f"part{k}": (p["b"] - offset[k])[:w]})
+            return out
+
+        def b2(p):
+            return {f"u{k}": Mux(p[f"some{k}"] & p["pos"], Mux(p[f"less{k}"], p[f"part{k}"], p["p"]), 0)[:w]
+                    for k in range(n)}
+        return a1, a2, b1, b2
 
     def _tile_limits(self, d: str) -> dict:
         """The static limits :meth:`tile_stages` compares with along ``d`` (signed)."""
