@@ -11,15 +11,17 @@ exact timing of the generated RTL, arrives with the RTL generator.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from typing import Any, Literal, Sequence
 
 from .base import AccelgenError
 from .dataflow.directives import Dataflow
 from .dataflow.spec import DataflowSpec, resolve_dataflow
 from .hardware.hardware import Hardware, hardware_to_dict
+from .hardware.tables import EnergyTable
 from .hwgen_preset.preset import analyze_hwgen
 from .maestro.engine import MaestroAnalysis, MaestroStructure, maestro_structure, timed_analysis
-from .maestro.timing import CompiledLayer, Timing
+from .maestro.timing import CompiledLayer
 from .results import TENSORS as _TENSORS
 from .results import LayerResult, ModelResult, model_totals
 from .workload.layers import GEMM, Layer, Model
@@ -46,11 +48,16 @@ class PartStructure:
     problem: Problem
     resolved: Dataflow                     # the filled-in directives analysed
     engine: MaestroStructure
-    compiled: CompiledLayer
 
     @property
     def repeat(self) -> int:
         return self.problem.repeat
+
+    @cached_property
+    def compiled(self) -> CompiledLayer:
+        """The case tables ready for arrays of hardware points (the design-space search), built on
+        first use: one hardware's analysis times the tables directly (:func:`timed_analysis`)."""
+        return self.engine.compiled()
 
 
 @dataclass(frozen=True)
@@ -92,27 +99,25 @@ def layer_structure(layer: Layer, dataflow: DataflowSpec, num_pes: int, *, multi
     for a dataflow that does not apply to the layer or the PE count."""
     df = resolve_dataflow(dataflow, layer, num_pes)
     batch_dim = "B" if isinstance(layer, GEMM) else "N"
-    parts, tops, inners = [], [], []
+    parts = []
+    l1r, l1w, l2r, l2w, l1_words, l2_words = ({t: 0 for t in _TENSORS} for _ in range(6))
+    noc_words = 0
     for problem in problems_of(layer, with_batch=batch_dim in df.dims()):
         resolved = df.resolve(problem.dims, kind=problem.kind, allowed=problem.allowed_dims)
         engine = maestro_structure(problem, resolved, num_pes=num_pes, multicast=multicast,
                                    spatial_reduction=spatial_reduction)
-        parts.append(PartStructure(problem, resolved, engine, engine.compiled()))
-        tops.append((engine.top.stats, problem.repeat))
-        inners.append(engine.innermost.stats)
-
-    def scaled(field: str) -> dict[str, int]:
-        return {t: sum(getattr(top, field).get(t, 0) * rep for top, rep in tops) for t in _TENSORS}
-
-    def largest(stats: list[Any], field: str) -> dict[str, int]:
-        return {t: max(getattr(s, field).get(t, 0) for s in stats) for t in _TENSORS}
-
-    return LayerStructure(
-        layer, df, tuple(parts), num_pes,
-        scaled("l1_reads"), scaled("l1_writes"), scaled("l2_reads"), scaled("l2_writes"),
-        largest(inners, "l1_size_words"), largest([top for top, _ in tops], "l2_size_words"),
-        sum((sum(top.l2_reads.get(t, 0) for t in ("input", "weight")) + top.l2_writes.get("output", 0)) * rep
-            for top, rep in tops))
+        parts.append(PartStructure(problem, resolved, engine))
+        top, inner, rep = engine.top.stats, engine.innermost.stats, problem.repeat
+        for t in _TENSORS:
+            l1r[t] += top.l1_reads.get(t, 0) * rep
+            l1w[t] += top.l1_writes.get(t, 0) * rep
+            l2r[t] += top.l2_reads.get(t, 0) * rep
+            l2w[t] += top.l2_writes.get(t, 0) * rep
+            l1_words[t] = max(l1_words[t], inner.l1_size_words.get(t, 0))
+            l2_words[t] = max(l2_words[t], top.l2_size_words.get(t, 0))
+        noc_words += (top.l2_reads.get("input", 0) + top.l2_reads.get("weight", 0)
+                      + top.l2_writes.get("output", 0)) * rep
+    return LayerStructure(layer, df, tuple(parts), num_pes, l1r, l1w, l2r, l2w, l1_words, l2_words, noc_words)
 
 
 def analyze_layer(layer: Layer, dataflow: DataflowSpec, hw: Hardware, preset: str = "maestro") -> LayerResult:
@@ -126,36 +131,39 @@ def analyze_layer(layer: Layer, dataflow: DataflowSpec, hw: Hardware, preset: st
     return layer_result(structure, hw, preset)
 
 
-def hardware_timing(hw: Hardware) -> Timing:
-    return Timing.single(hw.simd_lanes, [(lvl.bandwidth_words_per_cycle, lvl.latency_cycles, lvl.hops)
-                                         for lvl in hw.noc])
-
-
 def buffer_bytes(structure: LayerStructure, hw: Hardware) -> tuple[int, int]:
     """L1 bytes per PE and L2 bytes the layer needs at the hardware's data widths."""
-    bits = {t: hw.bits(t) for t in _TENSORS}   # type: ignore[arg-type]
-    l1_bytes = sum(-(-structure.l1_words[t] * bits[t] // 8) for t in _TENSORS)
-    l2_bytes = sum(-(-structure.l2_words[t] * bits[t] // 8) for t in _TENSORS)
+    l1, l2 = structure.l1_words, structure.l2_words
+    l1_bytes = l2_bytes = 0
+    for t, bits in zip(_TENSORS, (hw.input_bits, hw.weight_bits, hw.psum_bits)):   # hw.bits(t)
+        l1_bytes += -(-l1[t] * bits // 8)
+        l2_bytes += -(-l2[t] * bits // 8)
     return l1_bytes, l2_bytes
+
+
+@lru_cache(maxsize=64)
+def _per_word_pj(energy: EnergyTable, bits: tuple[int, int, int]) -> tuple[dict[str, tuple[float, ...]], float]:
+    """Per coefficient, the pJ of one word of each tensor (``bits``: their widths, in
+    ``_TENSORS`` order), and the NoC's per word and hop: a function of the hardware's energy
+    table and widths alone (a handful of them in a search), so computed once each."""
+    table = {c: tuple(energy.per_word_pj(c, b) for b in bits)       # type: ignore[arg-type]
+             for c in ("l1_read_pj", "l1_write_pj", "l2_read_pj", "l2_write_pj", "dram_pj_per_word")}
+    return table, energy.per_word_pj("noc_pj_per_word_hop", bits[0])
 
 
 def energy_terms(structure: LayerStructure, hw: Hardware) -> tuple[dict[str, float], float]:
     """The energy components (pJ) but the NoC's, and the NoC's per hop of the top level: the
     NoC term is ``noc_words * repeat * hops * per_word`` (kept apart: the search varies hops)."""
-    bits = {t: hw.bits(t) for t in _TENSORS}   # type: ignore[arg-type]
-    per_word = hw.energy.per_word_pj
+    pj, noc = _per_word_pj(hw.energy, (hw.input_bits, hw.weight_bits, hw.psum_bits))
     l1r, l1w, l2r, l2w = structure.l1_reads, structure.l1_writes, structure.l2_reads, structure.l2_writes
     terms = {
         "mac": structure.layer.macs * hw.energy.mac_pj,
-        "l1": sum(l1r[t] * per_word("l1_read_pj", bits[t]) + l1w[t] * per_word("l1_write_pj", bits[t])
-                  for t in _TENSORS),
-        "l2": sum(l2r[t] * per_word("l2_read_pj", bits[t]) + l2w[t] * per_word("l2_write_pj", bits[t])
-                  for t in _TENSORS),
-        "dram": (l2w["input"] * per_word("dram_pj_per_word", bits["input"])
-                 + l2w["weight"] * per_word("dram_pj_per_word", bits["weight"])
-                 + l2r["output"] * per_word("dram_pj_per_word", bits["output"])),
+        "l1": sum(l1r[t] * pj["l1_read_pj"][i] + l1w[t] * pj["l1_write_pj"][i] for i, t in enumerate(_TENSORS)),
+        "l2": sum(l2r[t] * pj["l2_read_pj"][i] + l2w[t] * pj["l2_write_pj"][i] for i, t in enumerate(_TENSORS)),
+        "dram": (l2w["input"] * pj["dram_pj_per_word"][0] + l2w["weight"] * pj["dram_pj_per_word"][1]
+                 + l2r["output"] * pj["dram_pj_per_word"][2]),
     }
-    return terms, per_word("noc_pj_per_word_hop", hw.input_bits)
+    return terms, noc
 
 
 def layer_result(structure: LayerStructure, hw: Hardware, preset: str = "maestro",
@@ -163,7 +171,8 @@ def layer_result(structure: LayerStructure, hw: Hardware, preset: str = "maestro
     """Every figure of the layer on ``hw`` (whose PE count and flags the structure was built
     for); ``runs``: the timed analysis of each part, if already computed."""
     if runs is None:
-        runs = [timed_analysis(p.engine, p.compiled, hardware_timing(hw)) for p in structure.parts]
+        noc = [(lvl.bandwidth_words_per_cycle, lvl.latency_cycles, lvl.hops) for lvl in hw.noc]
+        runs = [timed_analysis(p.engine, hw.simd_lanes, noc) for p in structure.parts]
     layer, problem = structure.layer, structure.problem
     reps = [p.repeat for p in structure.parts]
     tops = [run.top for run in runs]
@@ -180,7 +189,7 @@ def layer_result(structure: LayerStructure, hw: Hardware, preset: str = "maestro
     l1_bytes, l2_bytes = buffer_bytes(structure, hw)
     terms, noc_per_word_hop = energy_terms(structure, hw)
     energy = {"mac": terms["mac"], "l1": terms["l1"], "l2": terms["l2"],
-              "noc": structure.noc_words * hw.noc_at(0).hops * noc_per_word_hop, "dram": terms["dram"]}
+              "noc": structure.noc_words * hw.noc[0].hops * noc_per_word_hop, "dram": terms["dram"]}
     energy["total"] = sum(energy.values())
 
     bound = _bound(tops, reps)

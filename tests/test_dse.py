@@ -112,6 +112,11 @@ def test_hwgen_vectorised_equals_scalar_on_random_points(model: Model) -> None:
             ("l2_bytes", "offchip_bw_words_per_cycle", "noc[0].latency_cycles", "noc[1].bandwidth_words_per_cycle")]
     combos = len({tuple(int(idx[i][p]) for i in read) for p in range(len(flat))})
     assert combos < len(flat) and len(vector._cache) <= combos * len({l.describe() for l in model.layers})
+    # and its design (its structure for every L1) once per PE count, dataflow, lanes and NoC width
+    made = [i for i, a in enumerate(plan.axes) if a.name in
+            ("num_pes", "conv2d_dataflow", "gemm_dataflow", "simd_lanes", "noc[0].bandwidth_words_per_cycle")]
+    designs = len({tuple(int(idx[i][p]) for i in made) for p in range(len(flat))})
+    assert len(vector._designs) <= designs * len({l.describe() for l in model.layers})
 
 
 def test_a_point_reproduces_analyze_model() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from costmodel import AccelgenError
@@ -19,7 +20,7 @@ from costmodel.dataflow.library import library_dataflow
 from costmodel.hardware.hardware import NoCLevel, builtin_hardware
 from costmodel.hwgen_preset.closed import _Closed, closed_summary
 from costmodel.hwgen_preset.preset import hwgen_structure
-from costmodel.hwgen_preset.rules import TIMING
+from costmodel.hwgen_preset.rules import TIMING, ingress, slides, tensor_load
 from costmodel.hwgen_preset.structure import tiles_of
 from costmodel.hwgen_preset.walk import reference_summary
 from costmodel.workload.layers import GEMM, Conv2D
@@ -100,3 +101,36 @@ def test_the_closed_form_costs_a_few_edge_situations_per_loop():
         # the loops outside it, and a dimension's edge is one of two: so at most 2 ** (loops + 1))
         assert len(c.memo) <= 2 ** (c.L + 1), (layer.name, len(c.memo))
         assert len(c.memo) <= 64, (layer.name, len(c.memo))
+
+
+def test_the_load_rules_agree_on_scalars_and_arrays():
+    """The rules the closed form asks one step at a time (plain integers, no numpy call) give
+    what they give vectorised callers over arrays, figure for figure: every load of the steps
+    of random layers, dataflows and arrays, each tensor, slid or not."""
+    rng = random.Random(11)
+    checked = 0
+    while checked < 150:
+        hw, name, layer, params = _draw(rng)
+        try:
+            if isinstance(layer, dict):
+                layer = Conv2D("c", **layer)
+            df = library_dataflow(name, layer, hw.num_pes, **params)
+            s = hwgen_structure(df, layer, hw)
+            t = tiles_of(s, df, layer)
+        except AccelgenError:
+            continue
+        c = _Closed(s, t, TIMING)
+        c.summary()
+        for g in c.geometries.values():
+            ext = {d: np.array([v, v]) for d, v in g.ext.items()}
+            union = {d: np.array([v, v]) for d, v in g.union.items()}
+            for tensor in ("input", "weight"):
+                for slid in ((False, False), (True, False), (False, True), (True, True)):
+                    one = tensor_load(s, t, ingress(s, tensor), g.ext, g.union, *slid)
+                    many = tensor_load(s, t, ingress(s, tensor), ext, union, *(np.array([x, x]) for x in slid))
+                    assert [int(v) for v in one] == [int(np.broadcast_to(v, 2)[0]) for v in many], (tensor, slid)
+        for d in "XY":
+            for same, prev, now in ((True, 0, 2), (True, 2, 2), (False, 0, 2)):
+                got = slides(s, t, d, np.array([same]), np.array([prev]), np.array([now]))
+                assert bool(slides(s, t, d, same, prev, now)) == bool(got[0])
+        checked += 1

@@ -25,6 +25,8 @@ from ..base import AccelgenError
 from ..dataflow.library import library_dataflow
 from ..fpga import FPGA_METRICS, estimate_arrays
 from ..hardware.hardware import Hardware
+from ..hwgen_preset.preset import analyze_hwgen, l1_candidates
+from ..hwgen_preset.rules import l1_bytes
 from ..maestro.timing import Timing
 from ..workload.layers import GEMM, Layer
 from .plan import Plan
@@ -358,28 +360,39 @@ class ScalarEvaluator:
             return None
 
 
+#: The axes the ``hwgen`` preset reads of a point, L2 aside (:class:`HwgenEvaluator`), in this order.
+_HWGEN_READS = ("num_pes", "conv2d_dataflow", "gemm_dataflow", "simd_lanes", "noc[0].bandwidth_words_per_cycle",
+                "noc[0].hops", "l1_bytes_per_pe")
+#: Designs (a few kB each) an :class:`HwgenEvaluator` keeps: a search revisits one mostly within a chunk.
+_MAX_DESIGNS = 4096
+
+
 class HwgenEvaluator:
     """The ``hwgen`` preset over arrays of points (shared dataflows; the per-layer mode runs
-    :class:`ScalarEvaluator`).  The preset reads of a point only its PE count, dataflows, SIMD
-    lanes, NoC width and hops (the top level's), L1 (which decides the structure: a sliding
-    input where it fits) and L2, which decides only feasibility (each layer's regions of L2
-    against ``l2_split``); not the NoC latency, nor the inner levels, nor the off-chip bandwidth.
-    So each layer is analysed once per distinct combination of the first six (its schedule in
-    closed form, :mod:`costmodel.hwgen_preset.closed`, itself computed once per distinct
-    structure and tiles), the model's sums formed in layer order (the scalar path's float
-    sums), and L2's check and the area are vectorised over the points."""
+    :class:`ScalarEvaluator`).  The preset reads of a point only :data:`_HWGEN_READS` and L2 (not
+    the NoC latency, nor the inner levels, nor the off-chip bandwidth); L1 only picks the
+    structure (a sliding input where it fits, :func:`~costmodel.hwgen_preset.preset.l1_candidates`)
+    or refuses it, and L2 decides only feasibility (each layer's regions against ``l2_split``).
+    So each layer's design (its structure for every L1) is made once per PE count, dataflow,
+    lanes and NoC width, each structure the points' L1 picks is analysed once per NoC hops (its
+    schedule in closed form, :mod:`costmodel.hwgen_preset.closed`), the model's sums are formed
+    in layer order (the scalar path's float sums), and L2's check and the area are vectorised."""
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
-        self._keys = self._key_axes(plan)
-        self._cache: dict[tuple, Any] = {}
-        self._scalar = ScalarEvaluator(plan)        # (per-layer mode; and a layer's analysis)
-
-    @staticmethod
-    def _key_axes(plan: Plan) -> list[int]:
-        names = {"num_pes", "conv2d_dataflow", "gemm_dataflow", "simd_lanes", "noc[0].bandwidth_words_per_cycle",
-                 "noc[0].hops", "l1_bytes_per_pe"}
-        return [i for i, axis in enumerate(plan.axes) if axis.name in names]
+        self._keys = [i for i, axis in enumerate(plan.axes) if axis.name in _HWGEN_READS]
+        self._designs: dict[tuple, Any] = {}         # (shape, choice, PEs, width, lanes) -> dataflow, structures, L1s
+        self._cache: dict[tuple, Any] = {}           # (the same, structure, hops) -> runtime, energy, L2 regions
+        self._hardwares: dict[tuple, Hardware] = {}  # (PEs, lanes, width, hops) -> a point's hardware
+        self._scalar = ScalarEvaluator(plan)        # (per-layer mode)
+        unique: dict[tuple[str, str], int] = {}
+        self.shapes: list[Layer] = []                # the distinct layers, and per model layer its own and its kind
+        self._layers: list[tuple[int, str]] = []
+        for layer in plan.model.layers:
+            shape = unique.setdefault((type(layer).__name__, layer.describe()), len(unique))
+            if shape == len(self.shapes):
+                self.shapes.append(layer)
+            self._layers.append((shape, _kind(layer)))
 
     def layer_choices(self, flat: int) -> list[int] | None:
         return self._scalar.layer_choices(flat)
@@ -399,8 +412,8 @@ class HwgenEvaluator:
         runtime = np.zeros(n, dtype=np.int64)
         energy = np.zeros(n, dtype=np.float64)
         need = np.zeros((n, 3), dtype=np.int64)          # the largest input, weight, output L2 regions
-        for u in range(n):
-            found = self._combination(int(flat[first[u]]))
+        for u, row in enumerate(zip(*self._columns(idx, first))):
+            found = self._combination(row, int(flat[first[u]]))
             if found is not None:
                 valid[u], (runtime[u], energy[u], need[u]) = True, found
         at = [a.name for a in plan.axes].index("l2_bytes")
@@ -411,30 +424,80 @@ class HwgenEvaluator:
         return Metrics(flat, ok, ok & fits, np.where(ok, runtime[inverse], 0), np.where(ok, energy[inverse], 0.0),
                        _area(plan, idx))
 
-    def _combination(self, flat: int) -> tuple[int, float, np.ndarray] | None:
-        """Runtime, energy and the largest L2 regions of the model at the point ``flat``'s
-        combination of the axes the preset reads (L2 aside), or None if a layer is refused."""
-        plan = self.plan
-        hw = plan.hardware(flat)
-        shared = plan.point_dataflows(flat)
-        runtime, energy, need = 0, 0.0, np.zeros(3, dtype=np.int64)
-        for layer in plan.model.layers:
-            kind = _kind(layer)
-            choice = plan.choices(kind).index(shared[kind])
-            k = (type(layer).__name__, layer.describe(), kind, choice, hw.num_pes, hw.simd_lanes,
-                 hw.noc_at(0).bandwidth_words_per_cycle, hw.noc_at(0).hops, hw.l1_bytes_per_pe)
-            if k not in self._cache:
-                result = self._scalar._analyze(layer, choice, hw)
-                self._cache[k] = None if result is None else (
-                    result.runtime_cycles, result.energy_pj["total"],
-                    np.array([result.l2_words[t] for t in ("input", "weight", "output")], dtype=np.int64))
-            found = self._cache[k]
+    def _columns(self, idx: list[np.ndarray], first: np.ndarray) -> list[list]:
+        """Per axis of :data:`_HWGEN_READS`, its value at the points ``first`` (a dataflow axis:
+        the index of the first equal choice, as ScalarEvaluator finds it; an absent axis: None)."""
+        at = {self.plan.axes[a].name: a for a in self._keys}
+        out = []
+        for name in _HWGEN_READS:
+            values = self.plan.axes[at[name]].values if name in at else ()
+            if name.endswith("_dataflow"):
+                values = tuple(values.index(v) for v in values)
+            out.append([values[i] for i in idx[at[name]][first].tolist()] if name in at else [None] * len(first))
+        return out
+
+    def _combination(self, row: tuple, flat: int) -> tuple[int, float, tuple[int, int, int]] | None:
+        """Runtime, energy and the largest L2 regions of the model at one combination ``row`` of
+        the axes the preset reads (``flat``: a point of it), or None if a layer is refused."""
+        conv, gemm = row[1:3]
+        runtime, energy, need = 0, 0.0, (0, 0, 0)
+        for shape, kind in self._layers:
+            found = self._layer(shape, gemm if kind == "gemm" else conv, row, flat)
             if found is None:
                 return None
             runtime += found[0]
             energy = energy + found[1]
-            np.maximum(need, found[2], out=need)
+            need = tuple(map(max, need, found[2]))
         return runtime, energy, need
+
+    def _layer(self, shape: int, choice: int, row: tuple, flat: int):
+        """One layer's runtime, energy and L2 regions at the point ``flat`` (of the combination
+        ``row``) with dataflow ``choice``, or None if the preset refuses it: the structure the
+        point's L1 picks among its design's."""
+        num_pes, _, _, lanes, width, hops, l1 = row
+        design_key = (shape, choice, num_pes, width, lanes)
+        design = self._designs.get(design_key)
+        if design is None:
+            if len(self._designs) >= _MAX_DESIGNS:
+                self._designs.clear()
+            design = self._designs[design_key] = self._design(shape, choice, self._hardware(row, flat))
+        if not design:
+            return None
+        dataflow, structures, l1_bytes = design
+        pick = next((i for i, need in enumerate(l1_bytes) if need <= l1), None)
+        if pick is None:
+            return None                             # (no structure fits: hwgen_structure refuses the L1)
+        key = (*design_key, pick, hops)
+        if key not in self._cache:
+            try:
+                result = analyze_hwgen(self.shapes[shape], dataflow, self._hardware(row, flat), structures[pick])
+            except AccelgenError:
+                self._cache[key] = None
+            else:
+                self._cache[key] = (result.runtime_cycles, result.energy_pj["total"],
+                                    tuple(result.l2_words[t] for t in ("input", "weight", "output")))
+        return self._cache[key]
+
+    def _design(self, shape: int, choice: int, hw: Hardware) -> tuple:
+        """The layer's dataflow and design on ``hw``: its structure for every L1
+        (:func:`~costmodel.hwgen_preset.preset.l1_candidates`) and the L1 bytes each needs;
+        empty if the dataflow or the design is refused whatever the L1."""
+        layer = self.shapes[shape]
+        spec = self.plan.choices(_kind(layer))[choice]
+        try:
+            df = library_dataflow(spec.family, layer, hw.num_pes, **dict(spec.params))
+            structures = tuple(l1_candidates(df, layer, hw, fit=[layer]))
+            return df, structures, tuple(l1_bytes(s.l1_words()) for s in structures)
+        except AccelgenError:
+            return ()
+
+    def _hardware(self, row: tuple, flat: int) -> Hardware:
+        """The hardware of the point ``flat`` (of the combination ``row``), made once per PE count,
+        lanes, NoC width and hops: the preset reads nothing else of it but L1, the design's choice."""
+        key = (row[0], *row[3:6])
+        if key not in self._hardwares:
+            self._hardwares[key] = self.plan.hardware(flat)
+        return self._hardwares[key]
 
 
 #: Presets with a vectorised evaluator; any other preset of ``analysis.PRESETS`` runs scalar.

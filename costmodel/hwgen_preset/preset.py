@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from ..base import AccelgenError
 from ..dataflow.directives import Dataflow
@@ -14,9 +13,9 @@ from ..workload.layers import Conv2D, Layer
 from ..workload.problem import problem_of
 from .closed import closed_summary
 from .rules import bounding_engine, l1_bytes, l2_layout_words
-from .structure import HwStructure, LayerTiles, check_layer, structure_key, structure_of, tiles_of
+from .structure import HwStructure, LayerTiles, check_layer, structure_key, structure_of, tiles_of, with_slides
 
-__all__ = ["hwgen_structure", "l2_split", "hwgen_layer", "check_generatable", "analyze_hwgen"]
+__all__ = ["hwgen_structure", "l1_candidates", "l2_split", "hwgen_layer", "check_generatable", "analyze_hwgen"]
 
 
 def check_generatable(hw: Hardware) -> int:
@@ -55,31 +54,44 @@ def hwgen_structure(dataflow: Dataflow, layer: Layer, hw: Hardware, *,
     ``layer`` and of the layers of ``fit`` (the design made to run those layers), and no more:
     every word of a PE's L1 costs registers and the lane aligner that fills it, so a design for
     1x1 or stride-1 layers is not sized for 3x3 filters or stride 2 (a layer beyond them is
-    refused by name when its tiles are taken, :func:`tiles_of`)."""
+    refused by name when its tiles are taken, :func:`tiles_of`).  The first of its
+    :func:`l1_candidates` whose L1 the hardware holds."""
+    candidates = l1_candidates(dataflow, layer, hw, fit=fit)
+    first = s = next(candidates)
+    while l1_bytes(s.l1_words()) > hw.l1_bytes_per_pe:
+        s = next(candidates, None)
+        if s is None:
+            raise AccelgenError(f"the PE tiles need {l1_bytes(first.l1_words())} B of L1 (double-buffered), the "
+                                f"hardware has {hw.l1_bytes_per_pe} B", where=f"hardware {hw.name!r}")
+    return s
+
+
+def l1_candidates(dataflow: Dataflow, layer: Layer, hw: Hardware, *,
+                  fit: Sequence[Layer] = ()) -> Iterator[HwStructure]:
+    """The distinct structures :func:`hwgen_structure` chooses from, best first, made as they
+    are asked for: everything of the hardware but its L1 decides them, and its L1 which one is
+    built.  A sliding input's rows, or channels, hold two windows: where they do not fit, it
+    slides along fewer axes, X before Y, or none."""
     w = check_generatable(hw)
-    convs = [l for l in (layer, *fit) if isinstance(l, Conv2D) and _generatable(l)]   # the others are refused per layer
+    # (each layer once: the caller's own layer is usually among fit; the others are refused per layer)
+    convs = [l for l in {id(l): l for l in (layer, *fit)}.values() if isinstance(l, Conv2D) and _generatable(l)]
     max_filter = max([1] + [max(l.R, l.S) for l in convs])
     max_stride = max([1] + [max(problem_of(l).strides.values()) for l in convs])   # as laid out in L2
     s = structure_of(dataflow, layer, hw.num_pes, noc_words_per_cycle=w, max_filter=max_filter,
                      max_stride=max_stride, simd_lanes=hw.simd_lanes, drain_words=hw.pe_drain_words)
-    # (a sliding input's rows, or channels, hold two windows: where they do not fit, it slides
-    # along fewer axes, X before Y, or none)
-    for x, y in ((s.slide_x, s.slide_y), (s.slide_x, False), (False, s.slide_y), (False, False)):
-        fitted = dataclasses.replace(s, slide_x=x, slide_y=y)
-        if l1_bytes(fitted.l1_words()) <= hw.l1_bytes_per_pe:
-            s = fitted
-            break
-    need = l1_bytes(s.l1_words())
-    if need > hw.l1_bytes_per_pe:
-        raise AccelgenError(f"the PE tiles need {need} B of L1 (double-buffered), the hardware has "
-                            f"{hw.l1_bytes_per_pe} B", where=f"hardware {hw.name!r}")
-    return s
+    yield s
+    for x, y in dict.fromkeys(((s.slide_x, False), (False, s.slide_y), (False, False))):
+        if (x, y) != (s.slide_x, s.slide_y):
+            yield with_slides(s, x, y)
 
 
-def hwgen_layer(dataflow: Dataflow, layer: Layer, hw: Hardware) -> tuple[HwStructure, LayerTiles, dict]:
+def hwgen_layer(dataflow: Dataflow, layer: Layer, hw: Hardware,
+                structure: HwStructure | None = None) -> tuple[HwStructure, LayerTiles, dict]:
     """Structure, tiles and the figures of one run: cycles, engine totals and word traffic
-    (timing does not depend on the filter and stride maxima the buffers are sized for)."""
-    s = hwgen_structure(dataflow, layer, hw, fit=[layer])
+    (timing does not depend on the filter and stride maxima the buffers are sized for).
+    ``structure``: the design's structure if the caller has it (``hwgen_structure(dataflow,
+    layer, hw, fit=[layer])``'s, as a search that shares it between points has)."""
+    s = hwgen_structure(dataflow, layer, hw, fit=[layer]) if structure is None else structure
     t = tiles_of(s, dataflow, layer)
     return s, t, _summary(s, t)
 
@@ -101,10 +113,10 @@ def _summary(s: HwStructure, t: LayerTiles) -> dict:
     return {k: (dict(v) if isinstance(v, dict) else v) for k, v in out.items()}
 
 
-def analyze_hwgen(layer: Layer, df: Dataflow, hw: Hardware) -> LayerResult:
+def analyze_hwgen(layer: Layer, df: Dataflow, hw: Hardware, structure: HwStructure | None = None) -> LayerResult:
     """The generated accelerator's own figures (``docs/timing.md``): exact cycles of one run times
-    the runs (groups, batch), its word traffic, its buffers."""
-    s, t, f = hwgen_layer(df, layer, hw)
+    the runs (groups, batch), its word traffic, its buffers (``structure``: :func:`hwgen_layer`'s)."""
+    s, t, f = hwgen_layer(df, layer, hw, structure)
     rep = t.repeat
     runtime = f["cycles"] * rep
     macs = layer.macs

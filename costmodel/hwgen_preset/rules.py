@@ -104,10 +104,7 @@ def slot_cycles(longest, timing: TimingConstants):
 def reduction_levels(s) -> int:
     """Levels of the drain's reduction tree: ``ceil(log2)`` of the PEs that share an output (the
     levels whose spatial dimension is a reduction one)."""
-    shared = 1
-    for lv, n in enumerate((s.n0, s.n1)):
-        if s.reduction_spatial[lv]:
-            shared *= n
+    shared = math.prod(n for n, reduces in zip((s.n0, s.n1), s.reduction_spatial) if reduces)
     return (shared - 1).bit_length()
 
 
@@ -121,22 +118,24 @@ def load_latency(s, timing: TimingConstants | None = None) -> int:
     """Cycles a load stays busy after its last issue, for structure ``s``: the timing's
     ``load_latency_cycles``, plus two with a NoC wider than :data:`ROTATION_SPLIT_WORDS` words (a
     register of each L2 bank's row beside the bank, and the rotation in two registered halves)."""
-    timing = TIMING if timing is None else timing
-    return timing.load_latency_cycles + 2 * (s.noc_words_per_cycle > ROTATION_SPLIT_WORDS)
+    return (timing or TIMING).load_latency_cycles + 2 * (s.noc_words_per_cycle > ROTATION_SPLIT_WORDS)
 
 
 def drain_latency(s, timing: TimingConstants | None = None) -> int:
     """Cycles the drain stays busy after its last issue, for structure ``s``: the timing's
     ``drain_latency_cycles`` (no tree, or a one-level tree) plus a cycle for each further level
     of the reduction tree."""
-    timing = TIMING if timing is None else timing
-    return timing.drain_latency_cycles + max(reduction_levels(s) - 1, 0)
+    return (timing or TIMING).drain_latency_cycles + max(reduction_levels(s) - 1, 0)
 
 
 def drain_runs(rows, run, words_per_cycle: int):
     """Collection cycles of ``rows`` rows of ``run`` output words along X, ``words_per_cycle``
     consecutive words a cycle (integers or numpy arrays; the last chunk of a row may be short)."""
     return rows * -(-run // words_per_cycle)
+
+
+def _where(cond, a, b):   # (scalars: a plain choice; the closed form's one step costs less than numpy's call)
+    return np.where(cond, a, b) if any(isinstance(v, np.ndarray) for v in (cond, a, b)) else a if cond else b
 
 
 def input_runs(c, rows, cols, in_rows, in_cols):
@@ -146,8 +145,8 @@ def input_runs(c, rows, cols, in_rows, in_cols):
     into one run (integers or numpy arrays)."""
     full_cols = cols == in_cols
     full = full_cols & (rows == in_rows)
-    runs = np.where(full, 1, np.where(full_cols, c, c * rows))
-    length = np.where(full, c * rows * cols, np.where(full_cols, rows * cols, cols))
+    runs = _where(full, 1, _where(full_cols, c, c * rows))
+    length = _where(full, c * rows * cols, _where(full_cols, rows * cols, cols))
     return runs, length
 
 
@@ -156,7 +155,7 @@ def weight_runs(k, c, C, R, S):
     layout: one run per filter of its ``c*R*S`` consecutive words, or one run of all ``k`` filters
     when ``c`` is every channel (integers or numpy arrays)."""
     full = c == C
-    return np.where(full, 1, k), np.where(full, k * C * R * S, c * R * S)
+    return _where(full, 1, k), _where(full, k * C * R * S, c * R * S)
 
 
 #: Words a PE's L1 takes from one NoC chunk at most, per tensor (its banks): the lanes a PE reads
@@ -268,8 +267,8 @@ def box_runs(s, t, ing: Ingress, box: Mapping):
 def _block_rows_cols(s, t, ing: Ingress) -> tuple[int, int]:
     """The input rows and columns of a block in L2: the layer's, or along an interleaved ``Y`` or
     ``X`` (1x1 filters, stride 1) the spread tile."""
-    return tuple(spread_tile(s, t, d) if d in ing.interleaved else n
-                 for d, n in (("Y", t.in_rows), ("X", t.in_cols)))
+    return (spread_tile(s, t, "Y") if "Y" in ing.interleaved else t.in_rows,
+            spread_tile(s, t, "X") if "X" in ing.interleaved else t.in_cols)
 
 
 def tensor_load(s, t, ing: Ingress, ext: Mapping, union: Mapping, slide_x=False, slide_y=False):
@@ -285,8 +284,8 @@ def tensor_load(s, t, ing: Ingress, ext: Mapping, union: Mapping, slide_x=False,
     runs, length = box_runs(s, t, ing, box)
     n = ing.classes
     if ing.tensor == "input" and (s.slide_x or s.slide_y):      # (a row a run: box_runs)
-        runs = np.where(slide_y, box["C"] * ext["Y"] * t.stride_y, runs)
-        length = np.where(slide_x, ext["X"] * t.stride_x, length)
+        runs = _where(slide_y, box["C"] * ext["Y"] * t.stride_y, runs)
+        length = _where(slide_x, ext["X"] * t.stride_x, length)
     if ing.window_x or ing.window_y:
         return runs * -(-(length * n) // W), runs * length * n
     return runs * -(-length // ing.per_pe) * active_phases(s, t, ing, union), runs * length * n

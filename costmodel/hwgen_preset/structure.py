@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import cached_property
 
 from ..base import AccelgenError
 from ..dataflow.directives import Dataflow, SpatialMap, Sz
 from ..workload.layers import GEMM, Conv2D, ConvTranspose2D, Layer
-from ..workload.problem import problem_of
+from ..workload.problem import Problem, problem_of
 from .rules import LOOP_DIMS, OUTPUT_DIMS, l1_shape, l1_words, slide_eligible
 
 __all__ = ["HwStructure", "LayerTiles", "PSUM_RAM_MIN_WORDS", "PSUM_RAM_ROWS", "check_layer", "structure_of",
@@ -32,7 +33,9 @@ PSUM_RAM_ROWS = 16
 
 @dataclass(frozen=True)
 class HwStructure:
-    """Generation-time shape of the array and its loop nest."""
+    """Generation-time shape of the array and its loop nest.  Immutable: what follows from its
+    fields alone (the drain's width, its L1) is worked out once per structure and kept in its
+    ``__dict__`` (``cached_property``)."""
 
     num_pes: int
     n0: int                                  # units of level 0 (clusters, or PEs if one level)
@@ -54,12 +57,12 @@ class HwStructure:
     def mapped(self, level: int) -> set[str]:
         return {d for lv, d in self.loops if lv == level}
 
-    @property
+    @cached_property
     def reduction_spatial(self) -> tuple[bool, bool]:
         """Whether each level's units share outputs (their spatial dim is a reduction dim)."""
         return tuple(d is not None and d not in OUTPUT_DIMS for d in self.spatial)  # type: ignore[return-value]
 
-    @property
+    @cached_property
     def drain_across_groups(self) -> int | None:
         """The level whose units the drain collects side by side, or ``None``.  When the only
         level that splits outputs spreads ``X`` one output column per unit (``xp``), neighbouring
@@ -71,7 +74,7 @@ class HwStructure:
             return None
         return levels[0]
 
-    @property
+    @cached_property
     def drain_lanes(self) -> int:
         """Words the drain reads from one PE a cycle (``L``): one when it collects across groups;
         else ``min(W, X_t, d)`` (``X_t`` the largest X tile: a group's row in ``⌈X_g / L⌉`` runs;
@@ -100,6 +103,11 @@ class HwStructure:
     def l1_words(self) -> dict[str, int]:
         """Words of one PE's L1 per tensor for one tile (each is double-buffered): its banks'
         rows (:func:`.rules.l1_shape`) for the input and the weight."""
+        return dict(self._l1_words)
+
+    @cached_property
+    def _l1_words(self) -> dict[str, int]:
+        """:meth:`l1_words`, worked out once (a design's L1 is asked for again and again)."""
         words = l1_words(self.pe_tile_max, self.max_stride)
         words.update({name: banks * rows for name, (banks, rows) in l1_shape(self).items()})
         return words
@@ -211,9 +219,26 @@ def structure_of(dataflow: Dataflow, layer: Layer, num_pes: int, *, noc_words_pe
                       "expected a map of every dimension", where)
     s = HwStructure(num_pes, n0, n1, (spatial[0], spatial[1]), tuple(loops),
                     noc_words_per_cycle, tile_max, max_stride, simd_lanes, drain_words=drain_words)
+    s.__dict__[_ORIGIN] = (dataflow, layer)
     if not slide:
         return s
-    return dataclasses.replace(s, slide_x=slide_eligible(s, "X"), slide_y=slide_eligible(s, "Y"))
+    slide_x, slide_y = slide_eligible(s, "X"), slide_eligible(s, "Y")
+    return with_slides(s, slide_x, slide_y) if slide_x or slide_y else s
+
+
+#: Where a structure made by :func:`structure_of` keeps the dataflow and layer (the objects)
+#: it was made from: :func:`tiles_of` given the same two knows the loop nest it would rebuild
+#: to compare (the structure's own maxima make the same one) without rebuilding it.
+_ORIGIN = "_origin"
+
+
+def with_slides(s: HwStructure, slide_x: bool, slide_y: bool) -> HwStructure:
+    """``s`` with its input's L1 sliding along ``X`` and ``Y`` as given (the same loop nest: it
+    keeps the dataflow and layer it was made from)."""
+    out = dataclasses.replace(s, slide_x=slide_x, slide_y=slide_y)
+    if _ORIGIN in s.__dict__:
+        out.__dict__[_ORIGIN] = s.__dict__[_ORIGIN]
+    return out
 
 
 def _max_tile(m, d: str, layer: Layer, max_filter: int, max_stride: int) -> int:
@@ -247,13 +272,13 @@ class LayerTiles:
                 "in_cols": self.in_cols, "t0": dict(self.t0), "t1": dict(self.t1), "repeat": self.repeat}
 
 
-def _hw_dims(layer: Layer) -> tuple[dict[str, int], dict[str, int], int, int, int]:
+def _hw_dims(layer: Layer, p: Problem | None = None) -> tuple[dict[str, int], dict[str, int], int, int, int]:
     """Loop sizes, the effective stride of the Y and X windows, input rows and columns as laid out
-    in L2, and how many times the layer runs."""
+    in L2, and how many times the layer runs (``p``: the layer's problem, if the caller has it)."""
     if isinstance(layer, GEMM):
         return ({"K": layer.N, "C": layer.K, "Y": 1, "X": layer.M, "R": 1, "S": 1}, {"Y": 1, "X": 1},
                 1, layer.M, layer.batch)
-    p = problem_of(layer)
+    p = problem_of(layer) if p is None else p
     d = p.dims
     return ({"K": d["K"], "C": d["C"], "Y": d["Y'"], "X": d["X'"], "R": d["R"], "S": d["S"]},
             {"Y": p.strides["Y"], "X": p.strides["X"]}, d["Y"], d["X"], p.repeat * d.get("N", 1))
@@ -265,9 +290,10 @@ def tiles_of(structure: HwStructure, dataflow: Dataflow, layer: Layer) -> LayerT
     host, with the reason."""
     check_layer(layer)
     where = f"layer {layer.name!r}"
-    dims, strides, in_rows, in_cols, repeat = _hw_dims(layer)
+    p = None if isinstance(layer, GEMM) else problem_of(layer)
+    dims, strides, in_rows, in_cols, repeat = _hw_dims(layer, p)
     if isinstance(layer, Conv2D):
-        p = problem_of(layer)
+        assert p is not None
         resolved = dataflow.resolve(p.dims, kind=p.kind, allowed=p.allowed_dims)
     else:
         resolved = dataflow.resolve(layer.dims(), kind="gemm", allowed=("M", "N", "K"))
@@ -307,9 +333,10 @@ def tiles_of(structure: HwStructure, dataflow: Dataflow, layer: Layer) -> LayerT
         raise AccelgenError(f"{d} is spread across clusters in tiles of {t0[d]} and split again into "
                             f"{t1[d]} inside them; expected the inner level to keep the cluster's tile",
                             where=where)
-    got = structure_of(dataflow, layer, structure.num_pes, noc_words_per_cycle=structure.noc_words_per_cycle,
-                       max_filter=structure.pe_tile_max["R"], max_stride=structure.max_stride,
-                       simd_lanes=structure.simd_lanes)
+    origin = structure.__dict__.get(_ORIGIN, (None, None))
+    got = structure if origin[0] is dataflow and origin[1] is layer else structure_of(
+        dataflow, layer, structure.num_pes, noc_words_per_cycle=structure.noc_words_per_cycle,
+        max_filter=structure.pe_tile_max["R"], max_stride=structure.max_stride, simd_lanes=structure.simd_lanes)
     if (got.n0, got.n1, got.spatial, got.loops) != (structure.n0, structure.n1, structure.spatial,
                                                     structure.loops):
         raise AccelgenError(f"the dataflow for this layer has another shape ({' '.join(got.as_dict()['loops'])}) "

@@ -67,6 +67,12 @@ class LevelStats:
     egress_bound_steps: int = 0
     steps: int = 0
 
+    def copy(self) -> LevelStats:
+        """A shallow copy (what ``copy.copy`` makes, without its reduce protocol's cost)."""
+        out = LevelStats.__new__(LevelStats)
+        out.__dict__.update(self.__dict__)
+        return out
+
 
 class RunEnv(NamedTuple):
     """What every level's case loop needs besides the level: the problem's tensors and the
@@ -134,10 +140,11 @@ class _Vectors(NamedTuple):
     code: list[int]
 
 
-def _vectors(level: Any, states: list[list[_State]], restart: list[int]) -> _Vectors:
-    """The case grid's per-case products and codes."""
+def _vectors(level: Any, states: list[list[_State]]) -> tuple[_Vectors, list[int]]:
+    """The case grid's per-case products and codes, and per input the directives that restart
+    its tile (`_constants`)."""
     masks = level.in_masks
-    a0, b0, code0, in0, varying = _constants(level, states)
+    a0, b0, code0, in0, varying, restart = _constants(level, states)
     occ, a, b, code, changing = [1], [a0], [b0], [code0], [-1]
     ingress = [[c] for c in in0]
     for i in reversed(varying):
@@ -170,20 +177,26 @@ def _vectors(level: Any, states: list[list[_State]], restart: list[int]) -> _Vec
                     fresh = info.full if restart[t] >> (i + 1) else info.unique
                     ingress[t] = _expand_ingress(ingress[t], k, sizes[0], info.full, fresh)
         changing = changing + ([i] + changing[1:]) * (k - 1)
-    return _Vectors(occ, a, b, ingress, changing, code)
+    return _Vectors(occ, a, b, ingress, changing, code), restart
 
 
-def _constants(level: Any, states: list[list[_State]]) -> tuple[int, int, int, list[int], list[int]]:
+def _constants(level: Any, states: list[list[_State]]) -> tuple[int, int, int, list[int], list[int], list[int]]:
     """The factors of the directives with a single state (Init), which scale every case alike
-    (``a``, ``b``, code, each input's ingress), and the directives with more states."""
-    a0, b0, code0 = 1, 1, 0
+    (``a``, ``b``, code, each input's ingress), the directives with more states, and per input
+    the directives (bit ``i``) that index it and whose Init does not cover their dimension: when
+    a directive before one of them advances, the tensor's tile restarts."""
+    a0, b0, code0, partial = 1, 1, 0, 0
     in0 = [1] * len(level.in_masks)
     varying = []
+    infos, in_of = level.info, level.in_of
     for i, sts in enumerate(states):
+        init = sts[0]
+        if not init.unrolled:
+            partial |= 1 << i
         if len(sts) > 1:
             varying.append(i)
             continue
-        info, edge = level.info[i], sts[0].edge
+        info, edge = infos[i], init.edge
         if edge:
             code0 += 1 << i
         if info.spatial:
@@ -194,19 +207,9 @@ def _constants(level: Any, states: list[list[_State]]) -> tuple[int, int, int, l
         else:
             a0 *= info.out[edge]
         if size != 1:
-            for t in level.in_of[i]:
+            for t in in_of[i]:
                 in0[t] *= size
-    return a0, b0, code0, in0, varying
-
-
-def _restart(level: Any, states: list[list[_State]]) -> list[int]:
-    """Per input, the directives (bit ``i``) that index it and whose Init does not cover their
-    dimension: when a directive before one of them advances, the tensor's tile restarts."""
-    partial = 0
-    for i, sts in enumerate(states):
-        if not sts[0].unrolled:
-            partial |= 1 << i
-    return [partial & mask for mask in level.in_masks]
+    return a0, b0, code0, in0, varying, [partial & mask for mask in level.in_masks]
 
 
 # -- spatial coefficients ----------------------------------------------------------------------
@@ -233,8 +236,8 @@ def _spatial_consts(level: Any, states: list[list[_State]], code: int, reduction
     sp = case[level.spatial_index]
     units = level.num_edge_clusters if sp.edge else level.size
     unreduced = 0 if reduction else units * level.egress_spatial(case, False)
-    return _SpatialConsts(case, units, sp.edge and sp.sp_edge_edge, level.critical_psums(case),
-                          level.egress(case), unreduced, level.psum_mapping_size(case))
+    critical, total = level.psums(case)
+    return _SpatialConsts(case, units, sp.edge and sp.sp_edge_edge, critical, level.egress(case), unreduced, total)
 
 
 # -- the loop, one list operation per quantity over all cases -----------------------------------
@@ -244,8 +247,7 @@ def level_cases(level: Any, dims: dict[str, int], env: RunEnv,
     sub-cluster problem's table (None at the innermost level).  ``brief``: only what a level
     above reads of a sub-cluster problem (its runtime, from the table, and its active units)."""
     states = level.states(dims)
-    restart = _restart(level, states)
-    vec = _vectors(level, states, restart)
+    vec, restart = _vectors(level, states)
     shift = len(level.maps)
     spatial = [c >> shift for c in vec.code]
     table = {code: _spatial_consts(level, states, code, env.spatial_reduction) for code in dict.fromkeys(spatial)}
@@ -353,21 +355,29 @@ def _sub_problems(level: Any, sub_run: Callable[[dict[str, int]], CaseTable], co
     compute delay, and the active units summed over the sub-clusters.  Sub-problems are analysed
     in case order (the first innermost one analysed is the one reported)."""
     memo: dict[int, tuple[tuple[int, ...], Any]] = {}
+    tables: dict[tuple[int, bool], CaseTable] = {}       # by edge pattern (codes share them)
     subs, active = [], []
     n_edge = level.num_edge_clusters
     mask = (1 << len(level.maps)) - 1
+
+    def sub(e: int, ee: bool) -> CaseTable:
+        table = tables.get((e, ee))
+        if table is None:
+            table = tables[e, ee] = sub_run(level.sub_dims(e, ee))
+        return table
+
     for code, k in zip(codes, ks):
         hit = memo.get(code)
         if hit is None:
             e = code & mask
             if k.split:
-                found = [(sub_run(level.sub_dims(e, True)), 1)]
+                found = [(sub(e, True), 1)]
                 if n_edge > 1:
-                    found.append((sub_run(level.sub_dims(e, False)), n_edge - 1))
+                    found.append((sub(e, False), n_edge - 1))
             else:
-                found = [(sub_run(level.sub_dims(e, False)), k.units)]
-            hit = memo[code] = (tuple(sub.ident for sub, _ in found),
-                                sum(sub.stats.active_units_avg * n for sub, n in found))
+                found = [(sub(e, False), k.units)]
+            hit = memo[code] = (tuple(table.ident for table, _ in found),
+                                sum(table.stats.active_units_avg * n for table, n in found))
         subs.append(hit[0])
         active.append(hit[1] or k.units)
     return subs, active
@@ -376,7 +386,7 @@ def _sub_problems(level: Any, sub_run: Callable[[dict[str, int]], CaseTable], co
 def fill_timing(stats: LevelStats, cases: CaseTable, compute: list[int], d_in: list[int],
                 d_out: list[int]) -> None:
     """The cycle figures of a problem reported in full, from its per-case compute and NoC delays
-    (`_maestro_timing.case_delays`): what the steps wait on, NoC bandwidth and the averages.
+    (:func:`~.timing.scalar_timing`): what the steps wait on, NoC bandwidth and the averages.
     Float sums are accumulated left to right from 0.0, as the per-case model adds them."""
     occ = cases.occ
     if not occ:
@@ -384,9 +394,15 @@ def fill_timing(stats: LevelStats, cases: CaseTable, compute: list[int], d_in: l
     steps = stats.steps
     # A step waits on whichever engine takes longest (ties: compute, then ingress); in the
     # all-Init step, where ingress and compute add up, the larger of the two.
-    stats.ingress_bound_steps = sum([o for o, c, i, e in zip(occ, compute, d_in, d_out) if i > c and i >= e])
-    stats.egress_bound_steps = sum([o for o, c, i, e in zip(occ, compute, d_in, d_out) if e > c and e > i])
-    stats.compute_bound_steps = steps - stats.ingress_bound_steps - stats.egress_bound_steps
+    ingress_bound = egress_bound = 0
+    for o, c, i, e in zip(occ, compute, d_in, d_out):
+        if i > c and i >= e:
+            ingress_bound += o
+        elif e > c and e > i:
+            egress_bound += o
+    stats.ingress_bound_steps = ingress_bound
+    stats.egress_bound_steps = egress_bound
+    stats.compute_bound_steps = steps - ingress_bound - egress_bound
     cc = [c if c > 1 else 1 for c in compute]
     traffic = list(map(max, cases.ingress, cases.egress))
     stats.noc_peak_words_per_cycle = max([0.0] + [t // c for t, c in zip(traffic, cc)])

@@ -27,16 +27,16 @@ handling, and which PE is on the critical path) so that the preset reproduces MA
 from __future__ import annotations
 
 import math
-from copy import copy
 from dataclasses import dataclass
 from functools import partial
+from typing import Sequence
 
 from ..base import AccelgenError
-from ..dataflow.directives import Dataflow, SpatialMap
+from ..dataflow.directives import Cluster, Dataflow, SpatialMap
 from ..workload.problem import Problem
 from .cases import CaseTable, LevelStats, RunEnv, fill_timing, level_cases
 from .levels import Level, Map
-from .timing import CompiledLayer, Timing, case_delays
+from .timing import CompiledLayer, scalar_timing
 
 __all__ = ["LevelStats", "MaestroAnalysis", "MaestroStructure", "analyze_maestro", "maestro_structure",
            "timed_analysis"]
@@ -69,7 +69,7 @@ def build_levels(problem: Problem, dataflow: Dataflow, num_pes: int) -> tuple[li
     """Split the (resolved) directive list into cluster levels, completing each as MAESTRO does:
     output-row/column maps become input ones, a dimension an upper level mapped but this one
     does not keeps the upper tile, and a dimension mapped nowhere is fully unrolled."""
-    sizes = [int(c) for c in dataflow.cluster_sizes()]
+    per_level, sizes = _split(dataflow)
     prod = math.prod(sizes)
     if prod > num_pes:
         shape = " x ".join(f"Cluster({n})" for n in sizes)
@@ -82,31 +82,25 @@ def build_levels(problem: Problem, dataflow: Dataflow, num_pes: int) -> tuple[li
     dims = {k: v for k, v in problem.dims.items() if not k.endswith("'")}
     # The order in which unmentioned dimensions are appended (every level's dims are a subset).
     unrolled = input_vars + [d for d in sorted(dims) if d not in input_vars]
+    strided = [ref for ref in problem.overlaps if problem.strides.get(ref, 1) != 1]
     levels: list[Level] = []
     prev: list[Map] | None = None
-    for index, directives in enumerate(dataflow.levels()):
+    for index, directives in enumerate(per_level):
         maps = []
-        for d in directives:
-            size, dim = int(d.size), d.dim
+        for spatial, size, ofs, dim in directives:
             if dim in sliding_dims and dim in dims and size > dims[dim]:
                 # a filter map larger than the filter holds the whole filter (Sz(R))
-                maps.append(Map(isinstance(d, SpatialMap), dims[dim], dims[dim], dim))
+                maps.append(Map(spatial, dims[dim], dims[dim], dim))
             else:
-                maps.append(Map(isinstance(d, SpatialMap), size, int(d.offset), dim))
+                maps.append(Map(spatial, size, ofs, dim))
         names = {m.dim for m in maps}
-        for out, ref, sliding in (("Y'", "Y", "R"), ("X'", "X", "S")):
-            if out in names and ref in names:
-                raise AccelgenError(f"both {ref} and {out} are mapped; they are the same rows seen "
-                                    f"from the input and the output side: expected one of them",
-                                    where=f"{dataflow.name}: level {index}")
-            if out in names and ref not in names:
-                filt = next((m.size for m in maps if m.dim == sliding), dims.get(sliding, 1))
-                maps = [Map(m.spatial, m.size + filt - 1, m.ofs, ref) if m.dim == out else m for m in maps]
-        names = {m.dim for m in maps}
+        if "Y'" in names or "X'" in names:
+            maps = _output_maps(maps, names, dims, f"{dataflow.name}: level {index}")
+            names = {m.dim for m in maps}
         if prev is not None:
             for m in prev:
                 if m.dim not in names:
-                    maps.insert(0, Map(False, m.size, m.ofs, m.dim))
+                    maps.insert(0, Map(False, m.size, m.ofs, m.dim) if m.spatial else m)
                     names.add(m.dim)
         for var in unrolled:
             if var not in names and var in dims:
@@ -114,14 +108,40 @@ def build_levels(problem: Problem, dataflow: Dataflow, num_pes: int) -> tuple[li
                 names.add(var)
         size = units // prod if index == 0 else sizes[index - 1]
         _check_tiling(problem, maps, dims, index, dataflow.name, size)
-        maps = _apply_stride(problem, maps, dims, top=index == 0)
+        if strided:
+            maps = _apply_stride(problem, strided, maps, top=index == 0)
         levels.append(Level(index, maps, dict(dims), size, problem))
-        by_dim = {m.dim: m for m in maps}
         # The next level's problem is this level's tile, for every dimension mapped here (MAESTRO
         # keeps only the input tensors' dimensions, losing e.g. a depthwise layer's K).
-        dims = {v: min(m.size, dims[v]) for v, m in by_dim.items() if v in dims}
+        dims = {m.dim: min(m.size, dims[m.dim]) for m in maps if m.dim in dims}
         prev = maps
     return levels, units
+
+
+def _split(dataflow: Dataflow) -> tuple[list[list[Map]], list[int]]:
+    """The (resolved) directives as maps, per cluster level, and the cluster sizes: one pass over
+    the directives (what :meth:`Dataflow.levels` and :meth:`Dataflow.cluster_sizes` give)."""
+    per_level: list[list[Map]] = [[]]
+    sizes = []
+    for d in dataflow.directives:
+        if isinstance(d, Cluster):
+            per_level.append([])
+            sizes.append(int(d.size))
+        else:
+            per_level[-1].append(Map(isinstance(d, SpatialMap), int(d.size), int(d.offset), d.dim))
+    return per_level, sizes
+
+
+def _output_maps(maps: list[Map], names: set[str], dims: dict[str, int], where: str) -> list[Map]:
+    """Output-row/column maps (``Y'``, ``X'``) as the input rows/columns they read."""
+    for out, ref, sliding in (("Y'", "Y", "R"), ("X'", "X", "S")):
+        if out in names and ref in names:
+            raise AccelgenError(f"both {ref} and {out} are mapped; they are the same rows seen "
+                                f"from the input and the output side: expected one of them", where=where)
+        if out in names and ref not in names:
+            filt = next((m.size for m in maps if m.dim == sliding), dims.get(sliding, 1))
+            maps = [Map(m.spatial, m.size + filt - 1, m.ofs, ref) if m.dim == out else m for m in maps]
+    return maps
 
 
 def _check_tiling(problem: Problem, maps: list[Map], dims: dict[str, int], level: int,
@@ -188,12 +208,10 @@ def _where(name: str, level: int, m: Map) -> str:
     return f"{name}: level {level} {'SpatialMap' if m.spatial else 'TemporalMap'}({m.size},{m.ofs}) {m.dim}"
 
 
-def _apply_stride(problem: Problem, maps: list[Map], dims: dict[str, int], top: bool) -> list[Map]:
+def _apply_stride(problem: Problem, strided: list[str], maps: list[Map], top: bool) -> list[Map]:
     """A strided layer's input tile: ``t`` output rows need ``(t-1)*stride + R`` input rows, and
-    consecutive tiles start ``t*stride`` rows apart (MAESTRO's outer-stride rule)."""
-    strided = [ref for ref in problem.overlaps if problem.strides.get(ref, 1) != 1]
-    if not strided:
-        return maps
+    consecutive tiles start ``t*stride`` rows apart (MAESTRO's outer-stride rule).  ``strided``:
+    the reference dimensions whose stride is not 1."""
     out = []
     for m in maps:
         if m.dim in strided:
@@ -216,24 +234,25 @@ def analyze_maestro(problem: Problem, dataflow: Dataflow, *, num_pes: int, simd_
     ``spatial_reduction`` every unit sends its own partial outputs (MAESTRO ignores both flags)."""
     structure = maestro_structure(problem, dataflow, num_pes=num_pes, multicast=multicast,
                                   spatial_reduction=spatial_reduction)
-    return timed_analysis(structure, structure.compiled(), Timing.single(simd_lanes, noc))
+    return timed_analysis(structure, simd_lanes, noc)
 
 
-def timed_analysis(structure: MaestroStructure, compiled: CompiledLayer, timing: Timing,
-                   point: int = 0) -> MaestroAnalysis:
-    """The full figures of the top-level and first innermost problems at one point of
-    ``timing`` (runtimes from ``compiled``, the per-case delays by the same rules)."""
-    runtimes = compiled.runtimes(timing)
+def timed_analysis(structure: MaestroStructure, simd_lanes: int,
+                   noc: Sequence[tuple[float, int, int]]) -> MaestroAnalysis:
+    """The full figures of the top-level and first innermost problems on one hardware
+    (:func:`~.timing.scalar_timing`; ``noc`` as for :func:`analyze_maestro`)."""
+    top, inner = structure.top, structure.innermost
+    runtimes, delays = scalar_timing(structure.problems, simd_lanes, noc, (top.ident, inner.ident))
     reported: dict[int, LevelStats] = {}
-    for cases in (structure.top, structure.innermost):
+    for cases in (top, inner):
         if cases.ident in reported:
             continue
-        stats = copy(cases.stats)            # the structure's own stats stay untimed
-        stats.runtime_cycles = int(runtimes[cases.ident][point])
-        fill_timing(stats, cases, *case_delays(cases, timing, runtimes, point))
+        stats = cases.stats.copy()           # the structure's own stats stay untimed
+        stats.runtime_cycles = runtimes[cases.ident]
+        if cases.ident in delays:
+            fill_timing(stats, cases, *delays[cases.ident])
         reported[cases.ident] = stats
-    return MaestroAnalysis(reported[structure.top.ident], reported[structure.innermost.ident],
-                           structure.levels, structure.used_pes)
+    return MaestroAnalysis(reported[top.ident], reported[inner.ident], structure.levels, structure.used_pes)
 
 
 def maestro_structure(problem: Problem, dataflow: Dataflow, *, num_pes: int, multicast: bool = True,

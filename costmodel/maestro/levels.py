@@ -8,6 +8,7 @@ published semantics so that the preset reproduces its figures.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
 from ..workload.problem import Problem
@@ -60,11 +61,73 @@ class Directive(NamedTuple):
     code_unit: int                 # spatial: the case-code weight of its state index
 
 
+class _Views(NamedTuple):
+    """Which directives of a level index which tensor: a function of the directives' dimensions
+    and kinds (not their sizes) and of the problem's tensors, so shared by every level of that
+    shape (a mapping search's candidates mostly differ in sizes only)."""
+
+    by_dim: dict[str, int]                 # dimension -> its directive
+    spatial: list[int]                     # the spatial directives
+    out_spatial: list[int]                 # the output's spatial directives, in its dimension order
+    out_sp_outs: list[tuple[int, str]]     # the spatial directives indexing the output (and its tile)
+    out_sp_others: list[int]               # the spatial directives not indexing it
+    in_masks: list[int]                    # per input: its directives (bit i for directive i)
+    in_of: list[list[int]]                 # directive -> the inputs it indexes
+    in_spatial: list[list[int]]            # per input: its spatial directives, in its dimension order
+    in_sp_coupled: list[list[int]]         # ... in directive order
+    out_names: list[str | None]            # per directive: its output tile's name, if it indexes the output
+    code_units: list[int]                  # per directive: `Directive.code_unit`
+
+
+def _spatial_of(spatial: list[int], dims_of: tuple[str, ...], dims: tuple[str, ...]) -> list[int]:
+    """The spatially mapped directives indexing a tensor, in the tensor's dimension order."""
+    found = [i for i in spatial if dims_of[i] in dims]
+    if len(found) > 1:
+        found.sort(key=lambda i: dims.index(dims_of[i]))
+    return found
+
+
+@lru_cache(maxsize=512)
+def _views(kinds: tuple[tuple[bool, str], ...], out_dims: tuple[str, ...], inputs: tuple[tuple[str, ...], ...],
+           overlapping: frozenset[str]) -> _Views:
+    """The :class:`_Views` of directives ``(spatial, dim)`` over the tensors (the views are shared:
+    never modified)."""
+    dims_of = tuple(dim for _, dim in kinds)
+    by_dim = {dim: i for i, dim in enumerate(dims_of)}
+    spatial = [i for i, (sp, _) in enumerate(kinds) if sp]
+    out_of = {}
+    for d in out_dims:
+        i = by_dim.get(d)
+        if i is not None:
+            out_of[i] = d + "'" if d in overlapping else d
+    in_masks = []
+    in_of: list[list[int]] = [[] for _ in kinds]
+    for t, dims in enumerate(inputs):
+        mask = 0
+        for d in dims:
+            i = by_dim.get(d)
+            if i is not None:
+                mask |= 1 << i
+                in_of[i].append(t)
+        in_masks.append(mask)
+    in_spatial = [_spatial_of(spatial, dims_of, dims) for dims in inputs]
+    code_units, unit = [], 1 << len(kinds)
+    for sp, _ in kinds:
+        code_units.append(unit if sp else 0)
+        if sp:
+            unit *= 3
+    return _Views(by_dim, spatial, _spatial_of(spatial, dims_of, out_dims),
+                  [(i, a) for i, a in out_of.items() if kinds[i][0]], [i for i in spatial if i not in out_of],
+                  in_masks, in_of, in_spatial, [sorted(sp) for sp in in_spatial],
+                  [out_of.get(i) for i in range(len(kinds))], code_units)
+
+
 class Level:
     """One cluster level: its directives, its static tile sizes, and its unit count."""
 
     def __init__(self, index: int, maps: list[Map], dims: dict[str, int], size: int,
                  problem: Problem, floor: Level | None = None) -> None:
+        """``floor``: the level's own Level when this is an edge sub-problem of it."""
         self.index = index
         self.strides = problem.strides
         self.maps = maps
@@ -72,69 +135,20 @@ class Level:
         self.size = size
         self.overlaps = problem.overlaps
         self.l1_words: dict[str, int] | None = None          # one unit's tiles (see _first_step)
-        if floor is not None:
+        if floor is None:
+            self.views = _views(tuple([(m.spatial, m.dim) for m in maps]), problem.output.dims,
+                                tuple([t.dims for t in problem.inputs]), frozenset(problem.overlaps))
+        else:
             # An edge sub-problem of ``floor``'s level: the same directives, so the same views
             # of the tensors; only the tile tables (and the per-directive factors) differ.
-            for name in self._STATIC:
-                setattr(self, name, getattr(floor, name))
-            self._mapping_sizes(floor)
-            self._directive_info()
-            return
-        self.by_dim = {m.dim: i for i, m in enumerate(maps)}
-        self.spatial = [i for i, m in enumerate(maps) if m.spatial]
+            self.views = floor.views
+            self.num_edge_clusters = floor.num_edge_clusters
+        (self.by_dim, self.spatial, self.out_spatial, self.out_sp_outs, self.out_sp_others, self.in_masks,
+         self.in_of, self.in_spatial, self.in_sp_coupled, out_names, code_units) = self.views
         self.spatial_index = self.spatial[0]
-        self.num_edge_clusters = self._edge_clusters()
-        self._mapping_sizes(floor)
-        self._tensor_views(problem.output.dims, [t.dims for t in problem.inputs])
-        self._directive_info()
-
-    # What depends only on the directives (shared by a level's edge sub-problems).
-    _STATIC = ("by_dim", "spatial", "spatial_index", "num_edge_clusters", "out_of", "out_spatial",
-               "out_sp_outs", "out_sp_others", "in_masks", "in_of", "in_spatial", "in_sp_coupled")
-
-    def _tensor_views(self, out_dims: tuple[str, ...], inputs: list[tuple[str, ...]]) -> None:
-        """Which directives index which tensor."""
-        maps, by_dim = self.maps, self.by_dim
-        self.out_of = out_of = {}                      # directive -> its output tile's name
-        for d in out_dims:
-            i = by_dim.get(d)
-            if i is not None:
-                out_of[i] = d + "'" if d in self.overlaps else d
-        self.out_spatial = self._spatial_of(out_dims)
-        self.out_sp_outs = [(i, a) for i, a in out_of.items() if maps[i].spatial]
-        self.out_sp_others = [i for i in self.spatial if i not in out_of]
-        self.in_masks = []
-        self.in_of = [[] for _ in maps]                # directive -> the inputs it indexes
-        for t, dims in enumerate(inputs):
-            mask = 0
-            for d in dims:
-                i = by_dim.get(d)
-                if i is not None:
-                    mask |= 1 << i
-                    self.in_of[i].append(t)
-            self.in_masks.append(mask)
-        self.in_spatial = [self._spatial_of(dims) for dims in inputs]
-        self.in_sp_coupled = [sorted(spatial) for spatial in self.in_spatial]   # directive order
-
-    def _directive_info(self) -> None:
-        """What the case grid multiplies per directive (`Directive`)."""
-        out_of, mapped, edge = self.out_of, self.mapped, self.mapped_edge
-        self.info = info = []
-        unit = 1 << len(self.maps)
-        for i, (spatial, _, _, dim) in enumerate(self.maps):
-            actual = out_of.get(i)
-            out = None if actual is None else (mapped.get(actual, 0), edge.get(actual, 0))
-            info.append(Directive(spatial, mapped[dim], edge[dim], out, self.unique[dim] or 1,
-                                   unit if spatial else 0))
-            if spatial:
-                unit *= 3
-
-    def _spatial_of(self, dims: tuple[str, ...]) -> list[int]:
-        """The spatially mapped directives indexing a tensor, in the tensor's dimension order."""
-        found = [i for i in self.spatial if self.maps[i].dim in dims]
-        if len(found) > 1:
-            found.sort(key=lambda i: dims.index(self.maps[i].dim))
-        return found
+        if floor is None:
+            self.num_edge_clusters = self._edge_clusters()
+        self._mapping_sizes(floor, out_names, code_units)
 
     def _edge_clusters(self) -> int:
         m = self.maps[self.spatial_index]
@@ -147,42 +161,56 @@ class Level:
             return _edge_units(d, m.size, m.ofs)[0]
         return 1
 
-    def _mapping_sizes(self, floor: Level | None = None) -> None:
+    def _mapping_sizes(self, floor: Level | None, out_names: list[str | None], code_units: list[int]) -> None:
+        """Every dimension's tile (``mapped``), the fresh part of the next one (``unique``) and
+        both at a partial last tile (``*_edge``) — output rows and columns ``Y'``/``X'`` included
+        — and what the case grid multiplies per directive (``info``, a `Directive` each)."""
         self.mapped = mapped = {}
         self.unique = unique = {}
         self.mapped_edge = mapped_edge = {}
         self.unique_edge = unique_edge = {}
         dims = self.dims
+        floor_edge = None if floor is None else floor.mapped_edge
         for spatial, size, ofs, dim in self.maps:
             d = dims.get(dim, 0)
-            steady = (d - size) // ofs if d > size else 0
-            # A partial last tile exists when the full tiles leave a tail uncovered; with
-            # offset > size (strided windows) the gap rows between tiles are never needed.
-            has_edge = (steady * ofs + size < d and (steady + 1) * ofs < d) or size > d
             mapped[dim] = size
-            unique[dim] = 0 if not spatial and d <= size else size if size < ofs else ofs
-            edge_size = d - (steady + 1) * ofs
-            if edge_size < 0 or size >= d:
-                # MAESTRO keeps ``d - ofs`` when a single tile over-covers the dimension,
-                # losing elements; the one tile holds the whole dimension.
-                edge_size = d
-            mapped_edge[dim] = edge_size if has_edge else size
-            fresh = ofs - (size - edge_size)
-            unique_edge[dim] = fresh if fresh > 0 else 0
-            if floor is not None and floor.mapped_edge[dim] > mapped_edge[dim]:
-                mapped_edge[dim] = floor.mapped_edge[dim]
-                unique_edge[dim] = floor.unique_edge[dim]
+            if d > size:
+                steady = (d - size) // ofs
+                unique[dim] = size if size < ofs else ofs
+                # A partial last tile exists when the full tiles leave a tail uncovered; with
+                # offset > size (strided windows) the gap rows between tiles are never needed.
+                edge_size = d - (steady + 1) * ofs
+                if edge_size < 0:
+                    edge_size = d
+                edge = edge_size if steady * ofs + size < d and (steady + 1) * ofs < d else size
+            else:
+                # One tile covers the dimension (MAESTRO keeps ``d - ofs`` when it over-covers,
+                # losing elements): the one tile holds the whole dimension.
+                unique[dim] = 0 if not spatial else size if size < ofs else ofs
+                edge = edge_size = d
+            if floor_edge is not None and floor_edge[dim] > edge:
+                mapped_edge[dim] = floor_edge[dim]
+                unique_edge[dim] = floor.unique_edge[dim]          # type: ignore[union-attr]
+            else:
+                mapped_edge[dim] = edge
+                fresh = ofs - (size - edge_size)
+                unique_edge[dim] = fresh if fresh > 0 else 0
+        by_dim, maps, strides = self.by_dim, self.maps, self.strides
         for ref, sliding in self.overlaps.items():
-            i = self.by_dim.get(ref)
+            i = by_dim.get(ref)
             if i is None:
                 continue
-            m = self.maps[i]
+            m = maps[i]
             out = ref + "'"
-            stride = self.strides.get(ref, 1)
-            mapped[out] = self.out_extent(ref, mapped[ref], mapped.get(sliding, 0))
+            stride = strides.get(ref, 1)
+            mapped[out] = (mapped[ref] - mapped.get(sliding, 0)) // stride + 1      # out_extent, inlined
             unique[out] = min(m.ofs, m.size) // stride or 1
-            mapped_edge[out] = self.out_extent(ref, mapped_edge[ref], mapped_edge.get(sliding, 0))
-            unique_edge[out] = min(m.ofs // stride or 1, mapped_edge[out])
+            edge = mapped_edge[out] = (mapped_edge[ref] - mapped_edge.get(sliding, 0)) // stride + 1
+            unique_edge[out] = min(m.ofs // stride or 1, edge)
+        self.info = [Directive(spatial, mapped[dim], mapped_edge[dim],
+                               None if actual is None else (mapped.get(actual, 0), mapped_edge.get(actual, 0)),
+                               unique[dim] or 1, code_unit)
+                     for (spatial, _, _, dim), actual, code_unit in zip(maps, out_names, code_units)]
 
     def out_extent(self, ref_dim: str, ref: int, filt: int) -> int:
         """Output rows of an input tile of ``ref`` rows under a filter of ``filt`` rows.  MAESTRO
@@ -320,10 +348,11 @@ class Level:
     def ingress(self, t: int, case: list[_State], fresh: int, units: int) -> tuple[int, int]:
         """Input ``t``'s spatial part of a step's words over the units (a word multicast to many
         counts once) and of the words landing in their L1s."""
+        lead = self.ingress_spatial(t, case, True, False, fresh)        # the first unit's
         words = 0
         for n, first, ee in self.unit_classes(self.in_spatial[t], case):
-            words += n * self.ingress_spatial(t, case, first, ee, fresh)
-        return words, units * self.ingress_spatial(t, case, True, False, fresh)
+            words += n * (lead if first and not ee else self.ingress_spatial(t, case, first, ee, fresh))
+        return words, units * lead
 
     def egress(self, case: list[_State]) -> int:
         total = 0
@@ -331,24 +360,27 @@ class Level:
             total += n * self.egress_spatial(case, False, first, ee)
         return total
 
-    def critical_psums(self, case: list[_State]) -> int:
+    def psums(self, case: list[_State]) -> tuple[int, int]:
+        """The partial sums of a step of the case on the critical unit, and on all units of the
+        level (the unit of a full fold's count is shared)."""
+        full = self.egress_spatial(case, True, True, False)
         sp, edge = self._spatial_state(self.out_spatial, case)
-        ee = sp is not None and edge and self.num_edge_clusters == 1 and sp.sp_edge_edge
-        return self.egress_spatial(case, True, True, ee)
-
-    def psum_mapping_size(self, case: list[_State]) -> int:
-        """Partial sums produced by all units of the level in one step of the case."""
+        n_edge = self.num_edge_clusters
+        if sp is not None and edge and n_edge == 1 and sp.sp_edge_edge:
+            critical = self.egress_spatial(case, True, True, True)
+        else:
+            critical = full
         spatial = [case[i] for i in self.spatial]
         sp, edge = spatial[-1], any(st.edge for st in spatial)
         if not edge:
-            return self.size * self.egress_spatial(case, True, True, False)
-        n_edge, ee = self.num_edge_clusters, sp.sp_edge_edge
-        total = self.egress_spatial(case, True, True, n_edge == 1 and ee)
+            return critical, self.size * full
+        ee = sp.sp_edge_edge
+        total = self.egress_spatial(case, True, True, True) if n_edge == 1 and ee else full
         if n_edge > 1:
             n_ee = 1 if ee else 0
-            total += max(n_edge - n_ee - 1, 0) * self.egress_spatial(case, True, True, False)
+            total += max(n_edge - n_ee - 1, 0) * full
             total += n_ee * self.egress_spatial(case, True, False, True, reuse_at_edge=False)
-        return total
+        return critical, total
 
     def sub_dims(self, edges: int, ee: bool) -> dict[str, int]:
         """The sub-cluster problem of a case whose directives at a partial tile are the set bits

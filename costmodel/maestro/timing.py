@@ -20,20 +20,24 @@ int64 could overflow, in Python integers (object arrays) — so an array of poin
 numbers each point would get alone.  Because ``transfer_cycles`` never decreases with the word
 count, ``max(delay(in), delay(out)) = delay(max(in, out))``: cases with the same larger volume and
 the same compute are merged (their occurrences added) before any point is evaluated.
+
+One hardware (:func:`scalar_timing`, what a single analysis uses) takes the same rules in plain
+Python integers, case by case: arrays and their tables cost more than they save for one point.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from operator import mul
+from typing import Any, Callable, Collection, Iterable, Sequence
 
 import numpy as np
 
 from ..hardware.hardware import transfer_cycles
 from .cases import CaseTable
 
-__all__ = ["Timing", "CompiledLayer", "transfer_column", "ceil_column", "case_delays"]
+__all__ = ["Timing", "CompiledLayer", "transfer_column", "ceil_column", "delay_rule", "scalar_timing"]
 
 _INT64_SAFE = 1 << 62
 
@@ -52,14 +56,6 @@ class Timing:
     bw_idx: tuple[np.ndarray, ...]
     head: tuple[np.ndarray, ...]
     head_bound: int = -1            # max |head| over levels and points, if the caller knows it
-
-    @classmethod
-    def single(cls, simd_lanes: int, noc: Sequence[tuple[float, int, int]]) -> Timing:
-        """One hardware: ``noc[i]`` is ``(words/cycle, hop latency, hops)`` of level ``i``."""
-        zero = np.zeros(1, dtype=np.intp)
-        heads = [hops * latency - 1 for _, latency, hops in noc]
-        return cls(1, (simd_lanes,), zero, tuple((bw,) for bw, _, _ in noc), tuple(zero for _ in noc),
-                   tuple(np.array([h], dtype=np.int64) for h in heads), max(abs(h) for h in heads))
 
 
 def transfer_column(words: np.ndarray, bandwidth: float) -> list[int]:
@@ -225,18 +221,52 @@ def _max_of(arrays: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-def case_delays(cases: CaseTable, t: Timing, runtimes: list[np.ndarray],
-                point: int = 0) -> tuple[list[int], list[int], list[int]]:
-    """Per case of a problem reported in full (unmerged, in grid order): compute, ingress and
-    egress delays at one point, by the same rules and tables as :meth:`CompiledLayer.runtimes`."""
-    lvl = min(cases.level, len(t.bw_values) - 1)
-    bw = t.bw_values[lvl][int(t.bw_idx[lvl][point])]
-    head = int(t.head[lvl][point])
-    d_in = [head + c for c in transfer_column(np.array(cases.ingress, dtype=np.int64), bw)]
-    d_out = [head + c for c in transfer_column(np.array(cases.egress, dtype=np.int64), bw)]
-    if cases.psums is not None:
-        compute = ceil_column(np.array(cases.psums, dtype=np.int64), t.simd_values[int(t.simd_idx[point])])
-    else:
-        assert cases.subs is not None
-        compute = [max(int(runtimes[i][point]) for i in subs) for subs in cases.subs]
-    return compute, d_in, d_out
+def delay_rule(bandwidth: float) -> Callable[[Iterable[int], int], list[int]]:
+    """``head + transfer_cycles(w, bandwidth)`` for every ``w`` of a sequence of word counts, the
+    rule chosen once (integer and unlimited bandwidths, the common cases, need no Fraction)."""
+    if math.isinf(bandwidth):
+        return lambda words, head: [head + 1 if w > 0 else head for w in words]
+    if float(bandwidth).is_integer():
+        b = int(bandwidth)
+        return lambda words, head: [head - (-w // b) if w > 0 else head for w in words]
+    return lambda words, head: [head + transfer_cycles(w, bandwidth) for w in words]
+
+
+def scalar_timing(problems: Sequence[CaseTable], simd_lanes: int, noc: Sequence[tuple[float, int, int]],
+                  reported: Collection[int]) -> tuple[list[int], dict[int, tuple[list[int], list[int], list[int]]]]:
+    """One hardware's cycles, in plain Python integers (no arrays: a single point gains nothing from
+    them): every problem's runtime (index = its ident), and per case of the problems whose idents
+    are ``reported`` (unmerged, in grid order) the compute, ingress and egress delays.  The same
+    rules as :meth:`CompiledLayer.runtimes`, exactly (integer arithmetic throughout).
+    ``noc[i]`` is ``(words/cycle, hop latency, hops)`` of level ``i``; a level beyond it uses the last."""
+    levels = [(delay_rule(bw), hops * latency - 1) for bw, latency, hops in noc]
+    runtimes: list[int] = []
+    delays: dict[int, tuple[list[int], list[int], list[int]]] = {}
+    for cases in problems:
+        occ = cases.occ
+        if not occ:
+            runtimes.append(0)
+            continue
+        delay, head = levels[min(cases.level, len(levels) - 1)]
+        if cases.psums is not None:
+            compute = [-(-p // simd_lanes) for p in cases.psums]
+        else:
+            subs = cases.subs or []             # cases share sub-problems: each set's slowest once
+            slowest = {s: max(map(runtimes.__getitem__, s)) for s in dict.fromkeys(subs)}
+            compute = list(map(slowest.__getitem__, subs))
+        if cases.ident in reported:
+            d_in, d_out = delay(cases.ingress, head), delay(cases.egress, head)
+            delays[cases.ident] = (compute, d_in, d_out)
+            step = list(map(max, d_in, d_out))
+            first_in = d_in[0]
+        else:
+            # the delay never decreases with the words: the slower direction is the larger one
+            step = delay(map(max, cases.ingress, cases.egress), head)
+            first_in = delay(cases.ingress[:1], head)[0]
+        if cases.first:
+            # the very first step: ingress and compute add up (nothing to overlap with)
+            total = occ[0] * (first_in + compute[0]) + sum(map(mul, occ[1:], map(max, step[1:], compute[1:])))
+        else:
+            total = sum(map(mul, occ, map(max, step, compute)))
+        runtimes.append(total)
+    return runtimes, delays

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from .layers import GEMM, Conv2D, Layer, analysed_layer
 
@@ -41,11 +42,12 @@ class Problem:
     allowed_dims: tuple[str, ...] = ()
     repeat: int = 1                     # how many times the analysed problem runs for the layer
 
-    @property
+    # Derived once per problem (the analysis reads them for every level and sub-problem).
+    @cached_property
     def inputs(self) -> tuple[Tensor, ...]:
         return tuple(t for t in self.tensors if not t.is_output)
 
-    @property
+    @cached_property
     def output(self) -> Tensor:
         return next(t for t in self.tensors if t.is_output)
 
@@ -53,6 +55,25 @@ class Problem:
         """Every dimension some input tensor is indexed by, sorted (MAESTRO's order for the
         directives it adds for unmentioned dimensions)."""
         return sorted({d for t in self.inputs for d in t.dims})
+
+
+def _tensor_table() -> dict[tuple[str, tuple[str, ...]], tuple[Tensor, ...]]:
+    """The tensors of a dense convolution (``conv2d``), a depthwise one and a GEMM, by kind and
+    batch dimension (if any): immutable, so each combination is built once."""
+    table = {}
+    for b in ((), ("N",)):
+        table["conv2d", b] = (Tensor("input", b + CONV_TENSOR_DIMS["input"]),
+                              Tensor("weight", CONV_TENSOR_DIMS["weight"]),
+                              Tensor("output", b + CONV_TENSOR_DIMS["output"], is_output=True))
+        table["depthwise", b] = (Tensor("input", b + ("C", "Y", "X")), Tensor("weight", ("C", "R", "S")),
+                                 Tensor("output", b + ("C", "Y", "X"), is_output=True))
+    for b in ((), ("B",)):
+        table["gemm", b] = (Tensor("input", b + ("M", "K")), Tensor("weight", b + ("K", "N")),
+                            Tensor("output", b + ("M", "N"), is_output=True))
+    return table
+
+
+_TENSOR_SETS = _tensor_table()
 
 
 def _phases(out: int, stride: int, dilation: int) -> tuple[int, tuple[tuple[int, int], ...]]:
@@ -90,9 +111,7 @@ def problems_of(layer: Layer, *, with_batch: bool = False) -> tuple[Problem, ...
     layer = analysed_layer(layer)
     dims = layer.dims()
     if isinstance(layer, GEMM):
-        b = ("B",) if with_batch else ()
-        tensors = (Tensor("input", b + ("M", "K")), Tensor("weight", b + ("K", "N")),
-                   Tensor("output", b + ("M", "N"), is_output=True))
+        tensors = _TENSOR_SETS["gemm", ("B",) if with_batch else ()]
         if with_batch:
             dims = {"B": layer.batch, **dims}
         return (Problem("gemm", "GEMM", dict(dims), tensors, {}, {}, ("B", "M", "N", "K"),
@@ -102,12 +121,7 @@ def problems_of(layer: Layer, *, with_batch: bool = False) -> tuple[Problem, ...
     n = ("N",) if batch else ()
     if not batch:
         dims = {k: v for k, v in dims.items() if k != "N"}
-    if layer.depthwise:
-        tensors = (Tensor("input", n + ("C", "Y", "X")), Tensor("weight", ("C", "R", "S")),
-                   Tensor("output", n + ("C", "Y", "X"), is_output=True))
-    else:
-        tensors = (Tensor("input", n + CONV_TENSOR_DIMS["input"]), Tensor("weight", CONV_TENSOR_DIMS["weight"]),
-                   Tensor("output", n + CONV_TENSOR_DIMS["output"], is_output=True))
+    tensors = _TENSOR_SETS["depthwise" if layer.depthwise else "conv2d", n]
     axes = []       # per axis: (reference dim, filter dim, stride, dilated, (outputs, count) per length)
     for ref, filt, out, stride, dilation in (("Y", "R", layer.Yo, layer.stride_y, layer.dilation_y),
                                              ("X", "S", layer.Xo, layer.stride_x, layer.dilation_x)):
