@@ -313,12 +313,15 @@ def render_html(doc: dict[str, Any], front: Sequence[dict[str, Any]], objectives
         parts.append(_table(["part", "LUT", "FF", "DSP", "BRAM", "LUT-RAM"], rows))
         split = {kind: d["shared_by_source"] for kind, d in f["designs"].items() if d.get("shared_by_source")}
         if split:
-            parts.append("<p>The shared parts' flip-flops and carry cells (two LUT4s each on an ECP5) by the part "
-                         "of the generator that made them (Yosys keeps their <code>src</code>; the other LUTs, "
-                         "mapped by ABC, are not split):</p>")
-            rows = [(e(f"{kind}: {_PARTS.get(part, part)}"), _n(c["ff"]), _n(c["carry"]))
-                    for kind, by in split.items() for part, c in sorted(by.items(), key=lambda kv: -kv[1]["ff"])]
-            parts.append(_table(["part", "FF", "carry cells"], rows))
+            parts.append("<p>The shared parts by the part of the generator that made them: registers, carry "
+                         "cells, multipliers and memories by their <code>src</code>; a LUT (mapped by ABC, "
+                         "which keeps none) by the registers, memories and PE ports it feeds, split evenly "
+                         "where it feeds several parts. LUTs count a carry cell's.</p>")
+            rows = [(e(f"{kind}: {_PARTS.get(part, part)}"), *(_n(c.get(k, 0)) for k in ("lut", "ff", "carry", "dsp",
+                                                                                       "bram", "lutram")))
+                    for kind, by in split.items()
+                    for part, c in sorted(by.items(), key=lambda kv: -(kv[1].get("lut", 0) + kv[1]["ff"]))]
+            parts.append(_table(["part", "LUT", "FF", "carry cells", "DSP", "BRAM", "LUT-RAM"], rows))
         if "resources" in plots:
             parts.append(f"<figure>{plots['resources']}</figure>")
     else:

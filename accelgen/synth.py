@@ -77,8 +77,8 @@ class Resources:
     bram: int = 0
     lutram: int = 0
     cells: Mapping[str, int] = field(default_factory=dict)   # Yosys's cell counts by type
-    #: With ``by_source``: per generator file (``controller``, ``drain``, ...) the flip-flops and
-    #: carry cells whose ``src`` attribute names it (LUTs, which ABC maps without one, are not split)
+    #: With ``by_source``: per generator file (``controller``, ``drain``, ...) its LUTs, flip-flops,
+    #: carry cells, multipliers, block RAMs and LUT RAM (:func:`_by_source`)
     by_source: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     def scaled(self, n: int) -> "Resources":
@@ -142,8 +142,8 @@ def _resources(cells: Mapping[str, int], target: str) -> Resources:
 def synthesize_module(verilog: Path, top: str, target: Target, *, blackbox: tuple[str, ...] = (),
                       timeout_s: float = 1800, by_source: bool = False) -> Resources:
     """Synthesise module ``top`` of ``verilog`` for ``target``; modules in ``blackbox`` are left
-    out (counted elsewhere).  With ``by_source``, also the flip-flops and carry cells per
-    generator file (:func:`_by_source`)."""
+    out (counted elsewhere).  With ``by_source``, also its cells per generator file
+    (:func:`_by_source`)."""
     if target not in TARGETS:
         raise AccelgenError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}", where="--target")
     missing = yosys_missing()
@@ -170,26 +170,102 @@ def synthesize_module(verilog: Path, top: str, target: Target, *, blackbox: tupl
     return dataclasses.replace(_resources(modules[key].get("num_cells_by_type", {}), target), by_source=split)
 
 
+#: Combinational cells that synthesis maps without a ``src`` of their own (ABC's LUTs and the
+#: slice muxes beside them), per family: :func:`_by_source` gives each to the parts it feeds.
+_MAPPED = {"ecp5": ("LUT4", "PFUMX", "L6MUX21"), "ice40": ("SB_LUT4",),
+           "xilinx": ("LUT1", "LUT2", "LUT3", "LUT4", "LUT5", "LUT6", "MUXF7", "MUXF8")}
+
+
+#: Instances of the generated design whose cells Yosys maps from library code (a memory's block
+#: RAMs), by the prefix of their names: the part they belong to.
+_INSTANCE_PARTS = {"l2_": "l2"}
+
+
+def _part_of(name: str, cell: Mapping) -> str:
+    """The generator file (``controller``, ``drain``, ...) a cell's first ``src`` entry in
+    ``hwgen/`` names; else the part of the instance the cell is in (:data:`_INSTANCE_PARTS`);
+    else ``other``."""
+    files = [entry.split(":")[0] for entry in str(cell.get("attributes", {}).get("src", "")).split("|")]
+    part = next((Path(f).stem for f in files if Path(f).parent.name == "hwgen" and f.endswith(".py")), None)
+    if part is None and "." in name:
+        part = next((p for prefix, p in _INSTANCE_PARTS.items() if name.startswith(prefix)), None)
+    return part or "other"
+
+
 def _by_source(netlist: Mapping, top: str, target: str) -> dict[str, dict[str, int]]:
-    """Flip-flops (``ff``) and carry cells (``carry``) of module ``top`` per generator file: the
-    first ``src`` entry of a cell that names a ``hwgen/*.py`` file (the generator's registers name
-    the code that made them); others are ``other``."""
+    """Module ``top``'s cells per generator file: flip-flops (``ff``), carry cells (``carry``),
+    LUTs (``lut``, counted as :func:`_resources` counts them: a carry cell's LUTs too),
+    multipliers, block RAMs and LUT RAM.  A cell that Yosys maps itself keeps the ``src`` of the
+    code that made it (the generator's registers name their caller: :mod:`hwgen.common`); ABC's
+    LUTs carry none, so a LUT is the part's whose cells it feeds: each part's cone is walked back
+    from its cells' inputs through the mapped LUTs to registers, memories and ports, and a LUT in
+    the cones of several parts is split evenly between them (whole LUTs per part by the largest
+    remainders, so the parts add up to the module's count).  A LUT that feeds only ports or
+    black boxes (the PEs' inputs) is the ``pe`` part's."""
     table = _CELLS.get(target, {})
-    out: dict[str, dict[str, int]] = {}
+    mapped = set(_MAPPED.get(target, ()))
     module = next((m for k, m in netlist.get("modules", {}).items() if k.lstrip("\\") == top), {})
-    for cell in module.get("cells", {}).values():
+    cells = module.get("cells", {})
+    driver: dict[int, str] = {}            # net bit -> the mapped cell that drives it
+    for name, cell in cells.items():
+        if cell.get("type", "").lstrip("\\$") in mapped:
+            for port, bits in cell.get("connections", {}).items():
+                if cell.get("port_directions", {}).get(port) == "output":
+                    driver.update((b, name) for b in bits if isinstance(b, int))
+    out: dict[str, dict[str, float]] = {}
+    seeds: dict[str, list[int]] = {}       # part -> the input bits of its cells
+    for name, cell in cells.items():
         kind = cell.get("type", "").lstrip("\\$")
+        if kind in mapped:
+            continue
         if table.get(kind, ("",))[0] == "ff" or (target in _FF_PREFIXES and kind.startswith(_FF_PREFIXES[target])):
             what = "ff"
         elif kind in _CARRY.get(target, ()):
             what = "carry"
         else:
-            continue
-        files = [entry.split(":")[0] for entry in str(cell.get("attributes", {}).get("src", "")).split("|")]
-        part = next((Path(f).stem for f in files if Path(f).parent.name == "hwgen" and f.endswith(".py")), "other")
-        counts = out.setdefault(part, {"ff": 0, "carry": 0})
-        counts[what] += 1
-    return dict(sorted(out.items()))
+            what = table.get(kind, ("",))[0]
+        part = _part_of(name, cell) if what else "pe"           # (not a cell of the family's: the PEs' black box)
+        counts = out.setdefault(part, {})
+        if what:
+            counts[what] = counts.get(what, 0) + 1
+            if what == "carry" and table.get(kind, ("",))[0] == "lut":
+                counts["lut"] = counts.get("lut", 0) + table[kind][1]
+        dirs = cell.get("port_directions", {})
+        seeds.setdefault(part, []).extend(b for port, bits in cell.get("connections", {}).items()
+                                          if dirs.get(port) == "input" for b in bits if isinstance(b, int))
+    for port in module.get("ports", {}).values():
+        if port.get("direction") == "output":
+            seeds.setdefault("pe", []).extend(b for b in port.get("bits", []) if isinstance(b, int))
+    owners: dict[str, list[str]] = {}      # mapped cell -> the parts whose cones hold it
+    for part, bits in seeds.items():
+        seen: set[str] = set()
+        stack = [driver[b] for b in bits if b in driver]
+        while stack:
+            name = stack.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            cell = cells[name]
+            dirs = cell.get("port_directions", {})
+            stack.extend(driver[b] for port, bits in cell.get("connections", {}).items() if dirs.get(port) == "input"
+                         for b in bits if isinstance(b, int) and b in driver)
+        for name in seen:
+            owners.setdefault(name, []).append(part)
+    share: dict[str, float] = {}
+    for name, parts in owners.items():
+        lut = table.get(cells[name].get("type", "").lstrip("\\$"), ("", 0))
+        if lut[0] == "lut":
+            for part in parts:
+                share[part] = share.get(part, 0.0) + lut[1] / len(parts)
+    whole = {part: int(v) for part, v in share.items()}
+    total = round(sum(share.values()))
+    for part in sorted(share, key=lambda p: whole[p] - share[p])[:total - sum(whole.values())]:
+        whole[part] += 1                   # (the largest remainders)
+    for part, n in whole.items():
+        counts = out.setdefault(part, {})
+        counts["lut"] = counts.get("lut", 0) + n
+    keys = ("lut", "ff", "carry", "dsp", "bram", "lutram")
+    return {part: {k: int(c.get(k, 0)) for k in keys} for part, c in sorted(out.items()) if any(c.values())}
 
 
 def synthesize_design(verilog: Path, num_pes: int, target: Target, by_source: bool = False) -> DesignResources:

@@ -69,6 +69,10 @@ def test_flow_builds_verifies_and_synthesises_a_network(sim, tmp_path: Path, cap
     fpga = doc["fpga"]
     assert fpga["target"] == "ecp5" and all(fpga[k] > 0 for k in ("lut", "ff", "dsp", "bram"))
     assert sorted(fpga["designs"]) == ["conv2d", "gemm"]
+    for d in fpga["designs"].values():      # the shared parts split by the generator's parts add up
+        parts = d["shared_by_source"]
+        assert {"controller", "loader", "drain", "l2"} <= set(parts)
+        assert {k: sum(c[k] for c in parts.values()) for k in ("lut", "ff", "dsp", "bram", "lutram")} == d["shared"]
     if fmax == "pe":
         assert 10 < fpga["fmax_mhz"] < 1000 and fpga["fmax_scope"] == "pe"
     else:

@@ -129,3 +129,46 @@ def test_the_registered_multiplier_is_one_ecp5_block_holding_its_registers(tmp_p
     assert (ecp5.dsp, ecp5.ff, ecp5.cells.get("MULT18X18D")) == (1, 0, 1)
     generic = synth.synthesize_module(path, "product", "generic")
     assert generic.dsp == 0 and generic.ff >= 8 + 8 + 16
+
+
+def _cell(kind: str, src: str = "", **ports: tuple[str, list[int]]) -> dict:
+    return {"type": kind, "attributes": {"src": src} if src else {},
+            "port_directions": {p: d for p, (d, _) in ports.items()},
+            "connections": {p: b for p, (_, b) in ports.items()}}
+
+
+def test_shared_parts_split_by_the_code_that_made_them_and_add_up():
+    """Registers, carry cells and memories go to the generator file in their ``src`` (a memory
+    without one to its instance's part); a LUT to the parts whose cells it feeds, split evenly
+    between two; LUTs feeding only the PEs' black box or the ports are the PE ports' part; the
+    parts' LUTs add up to the module's count."""
+    i, o = "input", "output"
+    cells = {
+        "ff_c": _cell("TRELLIS_FF", "/x/hwgen/controller.py:10|top.v:1", DI=(i, [10]), Q=(o, [20])),
+        "ff_d": _cell("TRELLIS_FF", "/x/hwgen/drain.py:5", DI=(i, [11]), Q=(o, [21])),
+        "lut_a": _cell("LUT4", A=(i, [12]), B=(i, [20]), Z=(o, [10])),           # controller's alone
+        "lut_b": _cell("LUT4", A=(i, [21]), Z=(o, [12])),                         # controller's and drain's
+        "mux": _cell("PFUMX", ALUT=(i, [12]), BLUT=(i, [13]), Z=(o, [11])),       # (no LUT of its own)
+        "lut_m": _cell("LUT4", A=(i, [20]), Z=(o, [13])),                         # drain's, behind the mux
+        "add": _cell("CCU2C", "/x/hwgen/geometry.py:7", A0=(i, [14]), S0=(o, [30])),
+        "lut_g": _cell("LUT4", A=(i, [20]), Z=(o, [14])),                         # geometry's: feeds its carry
+        "l2_operand_0.mem.0.0": _cell("DP16KD", "/usr/share/yosys/ecp5/brams_map.v:131", ADA0=(i, [15]),
+                                      DOA0=(o, [31])),
+        "lut_l2": _cell("LUT4", A=(i, [21]), Z=(o, [15])),
+        "pe_0": _cell("accelgen_pe", mac_en=(i, [16]), psum=(o, [32])),
+        "lut_pe": _cell("LUT4", A=(i, [31]), Z=(o, [16])),
+        "lut_port": _cell("LUT4", A=(i, [32]), Z=(o, [17])),
+    }
+    netlist = {"modules": {"accelgen_top": {"cells": cells, "ports": {"y": {"direction": "output", "bits": [17]}}}}}
+    got = synth._by_source(netlist, "accelgen_top", "ecp5")
+    assert set(got) == {"controller", "drain", "geometry", "l2", "pe"}
+    assert (got["controller"]["ff"], got["drain"]["ff"], got["geometry"]["carry"], got["l2"]["bram"]) == (1, 1, 1, 1)
+    # lut_a (1) and half of lut_b to the controller; lut_m and half of lut_b to the drain
+    assert {got["controller"]["lut"], got["drain"]["lut"]} == {1, 2}
+    assert got["controller"]["lut"] + got["drain"]["lut"] == 3
+    assert (got["geometry"]["lut"], got["l2"]["lut"], got["pe"]["lut"]) == (1 + 2, 1, 2)    # (a carry cell: 2 LUTs)
+    counts: dict[str, int] = {}
+    for cell in cells.values():
+        counts[cell["type"]] = counts.get(cell["type"], 0) + 1
+    total = synth._resources(counts, "ecp5")
+    assert sum(c["lut"] for c in got.values()) == total.lut and sum(c["ff"] for c in got.values()) == total.ff
