@@ -121,21 +121,29 @@ def yosys_missing() -> str | None:
     return None
 
 
-def _resources(cells: Mapping[str, int], target: str) -> Resources:
+def _cell_resource(cell_type: str, target: str) -> tuple[str, int] | None:
+    """What one cell of ``cell_type`` is on ``target``: ``(resource, how many)``, or None (a
+    black box, a slice mux)."""
+    name = cell_type.lstrip("\\$")
     table = _CELLS.get(target, {})
+    if name in table:
+        return table[name]
+    if target in _FF_PREFIXES and name.startswith(_FF_PREFIXES[target]):
+        return ("ff", 1)
+    if target == "generic":
+        if name.startswith("_DFF") or name.startswith("_SDFF") or name.startswith("_DFFE"):
+            return ("ff", 1)
+        if name.startswith("_"):
+            return ("lut", 1)                 # generic gates, counted one each
+    return None
+
+
+def _resources(cells: Mapping[str, int], target: str) -> Resources:
     counts = {"lut": 0, "ff": 0, "dsp": 0, "bram": 0, "lutram": 0}
     for cell, n in cells.items():
-        name = cell.lstrip("\\$")
-        if name in table:
-            kind, each = table[name]
-            counts[kind] += each * n
-        elif target in _FF_PREFIXES and name.startswith(_FF_PREFIXES[target]):
-            counts["ff"] += n
-        elif target == "generic":
-            if name.startswith("_DFF") or name.startswith("_SDFF") or name.startswith("_DFFE"):
-                counts["ff"] += n
-            elif name.startswith("_"):
-                counts["lut"] += n            # generic gates, counted one each
+        found = _cell_resource(cell, target)
+        if found:
+            counts[found[0]] += found[1] * n
     return Resources(cells=dict(cells), **counts)
 
 
@@ -202,7 +210,6 @@ def _by_source(netlist: Mapping, top: str, target: str) -> dict[str, dict[str, i
     the cones of several parts is split evenly between them (whole LUTs per part by the largest
     remainders, so the parts add up to the module's count).  A LUT that feeds only ports or
     black boxes (the PEs' inputs) is the ``pe`` part's."""
-    table = _CELLS.get(target, {})
     mapped = set(_MAPPED.get(target, ()))
     module = next((m for k, m in netlist.get("modules", {}).items() if k.lstrip("\\") == top), {})
     cells = module.get("cells", {})
@@ -218,18 +225,13 @@ def _by_source(netlist: Mapping, top: str, target: str) -> dict[str, dict[str, i
         kind = cell.get("type", "").lstrip("\\$")
         if kind in mapped:
             continue
-        if table.get(kind, ("",))[0] == "ff" or (target in _FF_PREFIXES and kind.startswith(_FF_PREFIXES[target])):
-            what = "ff"
-        elif kind in _CARRY.get(target, ()):
-            what = "carry"
-        else:
-            what = table.get(kind, ("",))[0]
-        part = _part_of(name, cell) if what else "pe"           # (not a cell of the family's: the PEs' black box)
+        found, carry = _cell_resource(kind, target), kind in _CARRY.get(target, ())
+        part = _part_of(name, cell) if found or carry else "pe"   # (none of the family's: the PEs' black box)
         counts = out.setdefault(part, {})
-        if what:
-            counts[what] = counts.get(what, 0) + 1
-            if what == "carry" and table.get(kind, ("",))[0] == "lut":
-                counts["lut"] = counts.get("lut", 0) + table[kind][1]
+        if carry:
+            counts["carry"] = counts.get("carry", 0) + 1
+        if found:
+            counts[found[0]] = counts.get(found[0], 0) + found[1]
         dirs = cell.get("port_directions", {})
         seeds.setdefault(part, []).extend(b for port, bits in cell.get("connections", {}).items()
                                           if dirs.get(port) == "input" for b in bits if isinstance(b, int))
@@ -253,8 +255,8 @@ def _by_source(netlist: Mapping, top: str, target: str) -> dict[str, dict[str, i
             owners.setdefault(name, []).append(part)
     share: dict[str, float] = {}
     for name, parts in owners.items():
-        lut = table.get(cells[name].get("type", "").lstrip("\\$"), ("", 0))
-        if lut[0] == "lut":
+        lut = _cell_resource(cells[name].get("type", ""), target)
+        if lut and lut[0] == "lut":
             for part in parts:
                 share[part] = share.get(part, 0.0) + lut[1] / len(parts)
     whole = {part: int(v) for part, v in share.items()}
