@@ -79,7 +79,7 @@ def plan_from_args(args: argparse.Namespace, preset: str, per_layer_dataflow: bo
 
 
 def run_explore(args: argparse.Namespace) -> int:
-    from costmodel.dse.evaluate import evaluator_for
+    from costmodel.dse import evaluator_for
     from costmodel.dse.output import front_rows, print_front, write_outputs
     from costmodel.dse.search import CHECKPOINT
 

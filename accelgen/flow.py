@@ -164,7 +164,7 @@ class _Flow:
 
     # 1. explore
     def _explore(self) -> dict[str, Any]:
-        from costmodel.dse.evaluate import evaluator_for
+        from costmodel.dse import evaluator_for
         from costmodel.dse.output import front_rows, write_outputs
         from costmodel.dse.search import CHECKPOINT
 

@@ -11,10 +11,11 @@ the scalar model's numbers); `pareto` filters fronts; `search` streams chunks ov
 checkpoints; `output` and `plot` write what ``accelgen explore`` leaves behind.
 """
 
-from .evaluate import EVALUATORS, HwgenEvaluator, Metrics, ScalarEvaluator, VectorEvaluator, evaluator_for, metric
+from .evaluate import Metrics, ScalarEvaluator, VectorEvaluator, metric
+from .hwgen_eval import HwgenEvaluator
 from .pareto import Front, merge, nondominated
 from .plan import METRICS, OBJECTIVES, Constraint, Plan, make_plan, parse_constraint, parse_objectives
-from .search import BACKENDS, SearchState, run_search
+from .search import BACKENDS, EVALUATORS, SearchState, evaluator_for, run_search
 from .space import Space, load_space, space_from_dict
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Evaluating chunks of design points: runtime, energy, area and feasibility per point.
 
 A preset plugs in as an evaluator: :class:`VectorEvaluator` for ``maestro`` (structure once per
-distinct layer x dataflow x PE count, cycles vectorised over the points), :class:`HwgenEvaluator`
+distinct layer x dataflow x PE count, cycles vectorised over the points), :class:`~.hwgen_eval.HwgenEvaluator`
 for ``hwgen`` (each layer once per distinct combination of what the preset reads), and
 :class:`ScalarEvaluator` for any preset of :data:`costmodel.analysis.PRESETS` — it calls
 :func:`~costmodel.analysis.analyze_layer` point by point (slow, exact by definition), and is what
@@ -25,13 +25,11 @@ from ..base import AccelgenError
 from ..dataflow.library import library_dataflow
 from ..fpga import FPGA_METRICS, estimate_arrays
 from ..hardware.hardware import Hardware
-from ..hwgen_preset.preset import analyze_hwgen, l1_candidates
-from ..hwgen_preset.rules import l1_bytes
 from ..maestro.timing import Timing
 from ..workload.layers import GEMM, Layer
 from .plan import Plan
 
-__all__ = ["Metrics", "Evaluator", "VectorEvaluator", "HwgenEvaluator", "ScalarEvaluator", "evaluator_for", "EVALUATORS", "metric"]
+__all__ = ["Metrics", "Evaluator", "VectorEvaluator", "ScalarEvaluator", "metric", "area_of", "kind_of"]
 
 
 @dataclass
@@ -58,7 +56,7 @@ def _criterion(plan: Plan) -> str:
                 "runtime_cycles")
 
 
-def _area(plan: Plan, idx: list[np.ndarray]) -> np.ndarray:
+def area_of(plan: Plan, idx: list[np.ndarray]) -> np.ndarray:
     """``Hardware.area_mm2`` over arrays, in its order of operations (bit-identical)."""
     a = plan.space.base.area
     col = {axis.name: np.asarray(axis.values)[i] for axis, i in zip(plan.axes, idx)
@@ -115,7 +113,7 @@ class VectorEvaluator:
         if key in self._cache:
             return self._cache[key]
         layer = self.shapes[shape]
-        spec = self.plan.choices(_kind(layer))[choice]
+        spec = self.plan.choices(kind_of(layer))[choice]
         hw = self.base
         try:
             df = library_dataflow(spec.family, layer, num_pes, **dict(spec.params))
@@ -160,7 +158,7 @@ class VectorEvaluator:
             sl = slice(a, b)
             picked = self._group(sorted_flat[sl], [i[sl] for i in idx], runtime[sl], energy[sl], valid[sl],
                                  feasible[sl], choices)
-        area = _area(plan, idx)
+        area = area_of(plan, idx)
         inverse = np.empty_like(order)
         inverse[order] = np.arange(n)
         metrics = Metrics(flat, valid[inverse], feasible[inverse], runtime[inverse], energy[inverse], area[inverse])
@@ -234,7 +232,7 @@ class VectorEvaluator:
         need = np.zeros(timing.n, dtype=np.float64)      # the largest off-chip words/cycle of a layer
         l1_need = l2_need = 0
         for shape in dict.fromkeys(self.layer_of):
-            axis = plan.gemm_axis if _kind(self.shapes[shape]) == "gemm" else plan.conv_axis
+            axis = plan.gemm_axis if kind_of(self.shapes[shape]) == "gemm" else plan.conv_axis
             assert axis is not None
             ev = self._layer(shape, int(idx[axis][0]), num_pes)
             if ev is None:
@@ -260,7 +258,7 @@ class VectorEvaluator:
                inv: np.ndarray, l1: np.ndarray, l2: np.ndarray, offchip: np.ndarray):
         """Runtime, energy, fit and dataflow choice of one distinct layer at every point."""
         plan = self.plan
-        kind = _kind(self.shapes[shape])
+        kind = kind_of(self.shapes[shape])
         if plan.per_layer:
             candidates = list(range(len(plan.choices(kind))))
         else:
@@ -294,7 +292,7 @@ class VectorEvaluator:
         return best[0], best[1], best[2], best[3]
 
 
-def _kind(layer: Layer) -> str:
+def kind_of(layer: Layer) -> str:
     return "gemm" if isinstance(layer, GEMM) else "conv2d"
 
 
@@ -321,7 +319,7 @@ class ScalarEvaluator:
         shared = plan.point_dataflows(flat)
         runtime, energy, fits, picked = 0, 0.0, True, []
         for layer in plan.model.layers:
-            kind = _kind(layer)
+            kind = kind_of(layer)
             options = list(range(len(plan.choices(kind)))) if plan.per_layer else \
                 [plan.choices(kind).index(shared[kind])]
             best: tuple[float, Any, int] | None = None
@@ -352,160 +350,12 @@ class ScalarEvaluator:
         return (True, fits, runtime, energy, hw.area_mm2()), picked
 
     def _analyze(self, layer: Layer, choice: int, hw: Hardware):
-        spec = self.plan.choices(_kind(layer))[choice]
+        spec = self.plan.choices(kind_of(layer))[choice]
         try:
             df = library_dataflow(spec.family, layer, hw.num_pes, **dict(spec.params))
             return analyze_layer(layer, df, hw, self.plan.preset)
         except AccelgenError:
             return None
-
-
-#: The axes the ``hwgen`` preset reads of a point, L2 aside (:class:`HwgenEvaluator`), in this order.
-_HWGEN_READS = ("num_pes", "conv2d_dataflow", "gemm_dataflow", "simd_lanes", "noc[0].bandwidth_words_per_cycle",
-                "noc[0].hops", "l1_bytes_per_pe")
-#: Designs (a few kB each) an :class:`HwgenEvaluator` keeps: a search revisits one mostly within a chunk.
-_MAX_DESIGNS = 4096
-
-
-class HwgenEvaluator:
-    """The ``hwgen`` preset over arrays of points (shared dataflows; the per-layer mode runs
-    :class:`ScalarEvaluator`).  The preset reads of a point only :data:`_HWGEN_READS` and L2 (not
-    the NoC latency, nor the inner levels, nor the off-chip bandwidth); L1 only picks the
-    structure (a sliding input where it fits, :func:`~costmodel.hwgen_preset.preset.l1_candidates`)
-    or refuses it, and L2 decides only feasibility (each layer's regions against ``l2_split``).
-    So each layer's design (its structure for every L1) is made once per PE count, dataflow,
-    lanes and NoC width, each structure the points' L1 picks is analysed once per NoC hops (its
-    schedule in closed form, :mod:`costmodel.hwgen_preset.closed`), the model's sums are formed
-    in layer order (the scalar path's float sums), and L2's check and the area are vectorised."""
-
-    def __init__(self, plan: Plan) -> None:
-        self.plan = plan
-        self._keys = [i for i, axis in enumerate(plan.axes) if axis.name in _HWGEN_READS]
-        self._designs: dict[tuple, Any] = {}         # (shape, choice, PEs, width, lanes) -> dataflow, structures, L1s
-        self._cache: dict[tuple, Any] = {}           # (the same, structure, hops) -> runtime, energy, L2 regions
-        self._hardwares: dict[tuple, Hardware] = {}  # (PEs, lanes, width, hops) -> a point's hardware
-        self._scalar = ScalarEvaluator(plan)        # (per-layer mode)
-        unique: dict[tuple[str, str], int] = {}
-        self.shapes: list[Layer] = []                # the distinct layers, and per model layer its own and its kind
-        self._layers: list[tuple[int, str]] = []
-        for layer in plan.model.layers:
-            shape = unique.setdefault((type(layer).__name__, layer.describe()), len(unique))
-            if shape == len(self.shapes):
-                self.shapes.append(layer)
-            self._layers.append((shape, _kind(layer)))
-
-    def layer_choices(self, flat: int) -> list[int] | None:
-        return self._scalar.layer_choices(flat)
-
-    def evaluate(self, flat: np.ndarray) -> Metrics:
-        if self.plan.per_layer:
-            return self._scalar.evaluate(flat)
-        plan = self.plan
-        flat = np.asarray(flat, dtype=np.int64)
-        idx = plan.decode(flat)
-        key = np.zeros(len(flat), dtype=np.int64)
-        for axis in self._keys:
-            key = key * len(plan.axes[axis].values) + idx[axis]
-        unique, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-        n = len(unique)
-        valid = np.zeros(n, dtype=bool)
-        runtime = np.zeros(n, dtype=np.int64)
-        energy = np.zeros(n, dtype=np.float64)
-        need = np.zeros((n, 3), dtype=np.int64)          # the largest input, weight, output L2 regions
-        for u, row in enumerate(zip(*self._columns(idx, first))):
-            found = self._combination(row, int(flat[first[u]]))
-            if found is not None:
-                valid[u], (runtime[u], energy[u], need[u]) = True, found
-        at = [a.name for a in plan.axes].index("l2_bytes")
-        l2 = np.asarray(plan.axes[at].values, dtype=np.int64)[idx[at]]
-        need_p = need[inverse]
-        fits = (need_p[:, 0] <= l2 // 4) & (need_p[:, 1] <= l2 // 4) & (need_p[:, 2] <= l2 // 8)   # (l2_split)
-        ok = valid[inverse]
-        return Metrics(flat, ok, ok & fits, np.where(ok, runtime[inverse], 0), np.where(ok, energy[inverse], 0.0),
-                       _area(plan, idx))
-
-    def _columns(self, idx: list[np.ndarray], first: np.ndarray) -> list[list]:
-        """Per axis of :data:`_HWGEN_READS`, its value at the points ``first`` (a dataflow axis:
-        the index of the first equal choice, as ScalarEvaluator finds it; an absent axis: None)."""
-        at = {self.plan.axes[a].name: a for a in self._keys}
-        out = []
-        for name in _HWGEN_READS:
-            values = self.plan.axes[at[name]].values if name in at else ()
-            if name.endswith("_dataflow"):
-                values = tuple(values.index(v) for v in values)
-            out.append([values[i] for i in idx[at[name]][first].tolist()] if name in at else [None] * len(first))
-        return out
-
-    def _combination(self, row: tuple, flat: int) -> tuple[int, float, tuple[int, int, int]] | None:
-        """Runtime, energy and the largest L2 regions of the model at one combination ``row`` of
-        the axes the preset reads (``flat``: a point of it), or None if a layer is refused."""
-        conv, gemm = row[1:3]
-        runtime, energy, need = 0, 0.0, (0, 0, 0)
-        for shape, kind in self._layers:
-            found = self._layer(shape, gemm if kind == "gemm" else conv, row, flat)
-            if found is None:
-                return None
-            runtime += found[0]
-            energy = energy + found[1]
-            need = tuple(map(max, need, found[2]))
-        return runtime, energy, need
-
-    def _layer(self, shape: int, choice: int, row: tuple, flat: int):
-        """One layer's runtime, energy and L2 regions at the point ``flat`` (of the combination
-        ``row``) with dataflow ``choice``, or None if the preset refuses it: the structure the
-        point's L1 picks among its design's."""
-        num_pes, _, _, lanes, width, hops, l1 = row
-        design_key = (shape, choice, num_pes, width, lanes)
-        design = self._designs.get(design_key)
-        if design is None:
-            if len(self._designs) >= _MAX_DESIGNS:
-                self._designs.clear()
-            design = self._designs[design_key] = self._design(shape, choice, self._hardware(row, flat))
-        if not design:
-            return None
-        dataflow, structures, l1_bytes = design
-        pick = next((i for i, need in enumerate(l1_bytes) if need <= l1), None)
-        if pick is None:
-            return None                             # (no structure fits: hwgen_structure refuses the L1)
-        key = (*design_key, pick, hops)
-        if key not in self._cache:
-            try:
-                result = analyze_hwgen(self.shapes[shape], dataflow, self._hardware(row, flat), structures[pick])
-            except AccelgenError:
-                self._cache[key] = None
-            else:
-                self._cache[key] = (result.runtime_cycles, result.energy_pj["total"],
-                                    tuple(result.l2_words[t] for t in ("input", "weight", "output")))
-        return self._cache[key]
-
-    def _design(self, shape: int, choice: int, hw: Hardware) -> tuple:
-        """The layer's dataflow and design on ``hw``: its structure for every L1
-        (:func:`~costmodel.hwgen_preset.preset.l1_candidates`) and the L1 bytes each needs;
-        empty if the dataflow or the design is refused whatever the L1."""
-        layer = self.shapes[shape]
-        spec = self.plan.choices(_kind(layer))[choice]
-        try:
-            df = library_dataflow(spec.family, layer, hw.num_pes, **dict(spec.params))
-            structures = tuple(l1_candidates(df, layer, hw, fit=[layer]))
-            return df, structures, tuple(l1_bytes(s.l1_words()) for s in structures)
-        except AccelgenError:
-            return ()
-
-    def _hardware(self, row: tuple, flat: int) -> Hardware:
-        """The hardware of the point ``flat`` (of the combination ``row``), made once per PE count,
-        lanes, NoC width and hops: the preset reads nothing else of it but L1, the design's choice."""
-        key = (row[0], *row[3:6])
-        if key not in self._hardwares:
-            self._hardwares[key] = self.plan.hardware(flat)
-        return self._hardwares[key]
-
-
-#: Presets with a vectorised evaluator; any other preset of ``analysis.PRESETS`` runs scalar.
-EVALUATORS: dict[str, Callable[[Plan], Evaluator]] = {"maestro": VectorEvaluator, "hwgen": HwgenEvaluator}
-
-
-def evaluator_for(plan: Plan) -> Evaluator:
-    return EVALUATORS.get(plan.preset, ScalarEvaluator)(plan)
 
 
 def metric(plan: Plan, m: Metrics, name: str) -> np.ndarray:
@@ -539,7 +389,7 @@ def metric(plan: Plan, m: Metrics, name: str) -> np.ndarray:
                  column("noc[0].bandwidth_words_per_cycle", np.float64), column("l2_bytes", np.int64))
         total = np.zeros(len(m.flat), dtype=np.float64)
         for kind in ("conv2d", "gemm"):
-            if kind not in {_kind(layer) for layer in plan.model.layers}:
+            if kind not in {kind_of(layer) for layer in plan.model.layers}:
                 continue
             families = [c.family for c in plan.choices(kind)]
             axis = plan.conv_axis if kind == "conv2d" else plan.gemm_axis

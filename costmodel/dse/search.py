@@ -23,17 +23,25 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 
 from ..base import AccelgenError, write_atomically
-from .evaluate import Evaluator, evaluator_for, metric
+from .evaluate import Evaluator, ScalarEvaluator, VectorEvaluator, metric
+from .hwgen_eval import HwgenEvaluator
 from .pareto import Front, merge, nondominated
 from .plan import Plan
 
 __all__ = ["SearchState", "ChunkResult", "run_search", "chunk_ranges", "chunk_points", "process_chunk",
-           "BACKENDS", "CHECKPOINT"]
+           "BACKENDS", "CHECKPOINT", "EVALUATORS", "evaluator_for"]
 
 BACKENDS = ("local", "ray")
 CHECKPOINT = "checkpoint.json"
 _FORMAT = 1
 _POOL_MIN_CHUNKS = 128
+
+#: Presets with a vectorised evaluator; any other preset of ``analysis.PRESETS`` runs scalar.
+EVALUATORS: dict[str, Callable[[Plan], Evaluator]] = {"maestro": VectorEvaluator, "hwgen": HwgenEvaluator}
+
+
+def evaluator_for(plan: Plan) -> Evaluator:
+    return EVALUATORS.get(plan.preset, ScalarEvaluator)(plan)
 
 
 @dataclass

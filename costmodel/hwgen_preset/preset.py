@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from typing import Iterator, NamedTuple, Sequence
 
 from ..base import AccelgenError
 from ..dataflow.directives import Dataflow
@@ -15,7 +15,8 @@ from .closed import closed_summary
 from .rules import bounding_engine, l1_bytes, l2_layout_words
 from .structure import HwStructure, LayerTiles, check_layer, structure_key, structure_of, tiles_of, with_slides
 
-__all__ = ["hwgen_structure", "l1_candidates", "l2_split", "hwgen_layer", "check_generatable", "analyze_hwgen"]
+__all__ = ["hwgen_structure", "l1_candidates", "l2_split", "hwgen_layer", "check_generatable", "analyze_hwgen",
+           "hwgen_figures", "HwgenFigures"]
 
 
 def check_generatable(hw: Hardware) -> int:
@@ -113,13 +114,27 @@ def _summary(s: HwStructure, t: LayerTiles) -> dict:
     return {k: (dict(v) if isinstance(v, dict) else v) for k, v in out.items()}
 
 
-def analyze_hwgen(layer: Layer, df: Dataflow, hw: Hardware, structure: HwStructure | None = None) -> LayerResult:
-    """The generated accelerator's own figures (``docs/timing.md``): exact cycles of one run times
-    the runs (groups, batch), its word traffic, its buffers (``structure``: :func:`hwgen_layer`'s)."""
+class HwgenFigures(NamedTuple):
+    """What a design-space search needs of one layer (:func:`hwgen_figures`): the figures
+    :func:`analyze_hwgen` reports, without the rest of its :class:`LayerResult`."""
+
+    s: HwStructure
+    t: LayerTiles
+    f: dict                       # :func:`hwgen_layer`'s figures of one run
+    sizes: dict[str, int]         # words of each L2 region
+    traffic: tuple                # L1 reads, L1 writes, L2 reads, L2 writes: per tensor, all runs
+    energy: dict[str, float]      # pJ per component and ``total``
+
+    @property
+    def runtime_cycles(self) -> int:
+        return self.f["cycles"] * self.t.repeat
+
+
+def hwgen_figures(layer: Layer, df: Dataflow, hw: Hardware, structure: HwStructure | None = None) -> HwgenFigures:
+    """Cycles of all runs, word traffic and energy of ``layer`` on the generated accelerator:
+    what :func:`analyze_hwgen` reports them from (a search reads these alone)."""
     s, t, f = hwgen_layer(df, layer, hw, structure)
     rep = t.repeat
-    runtime = f["cycles"] * rep
-    macs = layer.macs
 
     def scaled(d: dict[str, int]) -> dict[str, int]:
         return {k: d.get(k, 0) * rep for k in TENSORS}
@@ -127,25 +142,53 @@ def analyze_hwgen(layer: Layer, df: Dataflow, hw: Hardware, structure: HwStructu
     l1r, l1w, l2r = scaled(f["l1_reads"]), scaled(f["l1_writes"]), scaled(f["l2_reads"])
     sizes = l2_layout_words(s, t)
     l2w = {"input": sizes["input"] * rep, "weight": sizes["weight"] * rep, "output": f["l2_writes"]["output"] * rep}
+    per_word = _per_word(hw)
+    noc_words = l2r["input"] + l2r["weight"] + l2w["output"]
+    energy = {
+        "mac": layer.macs * hw.energy.mac_pj,
+        "l1": sum(l1r[k] * per_word[k, "l1_read_pj"] + l1w[k] * per_word[k, "l1_write_pj"] for k in TENSORS),
+        "l2": sum(l2r[k] * per_word[k, "l2_read_pj"] + l2w[k] * per_word[k, "l2_write_pj"] for k in TENSORS),
+        "noc": noc_words * hw.noc_at(0).hops * per_word["noc"],
+        "dram": sum(l2w[k] * per_word[k, "dram_pj_per_word"] for k in ("input", "weight"))
+        + sizes["output"] * rep * per_word["output", "dram_pj_per_word"],
+    }
+    energy["total"] = sum(energy.values())
+    return HwgenFigures(s, t, f, sizes, (l1r, l1w, l2r, l2w), energy)
+
+
+_PER_WORD: dict[int, tuple[Hardware, dict]] = {}
+
+
+def _per_word(hw: Hardware) -> dict:
+    """``hw.energy.per_word_pj`` of every (tensor, coefficient) the preset reads, and the NoC's
+    per word and hop, worked out once per hardware (a search asks for the same ones per point)."""
+    got = _PER_WORD.get(id(hw))
+    if got is None or got[0] is not hw:
+        if len(_PER_WORD) >= 256:
+            _PER_WORD.clear()
+        e = hw.energy
+        table = {(k, c): e.per_word_pj(c, hw.bits(k))      # type: ignore[arg-type]
+                 for k in TENSORS for c in ("l1_read_pj", "l1_write_pj", "l2_read_pj", "l2_write_pj",
+                                            "dram_pj_per_word")}
+        table["noc"] = e.per_word_pj("noc_pj_per_word_hop", hw.input_bits)
+        got = _PER_WORD[id(hw)] = (hw, table)
+    return got[1]
+
+
+def analyze_hwgen(layer: Layer, df: Dataflow, hw: Hardware, structure: HwStructure | None = None) -> LayerResult:
+    """The generated accelerator's own figures (``docs/timing.md``): exact cycles of one run times
+    the runs (groups, batch), its word traffic, its buffers (``structure``: :func:`hwgen_layer`'s)."""
+    s, t, f, sizes, (l1r, l1w, l2r, l2w), energy = hwgen_figures(layer, df, hw, structure)
+    rep = t.repeat
+    runtime = f["cycles"] * rep
+    macs = layer.macs
     bits = {k: hw.bits(k) for k in TENSORS}   # type: ignore[arg-type]
     l1_words = {k: 2 * v for k, v in s.l1_words().items()}
     l2_bytes = sum(-(-sizes[k] * bits[k] // 8) for k in TENSORS)
     split = l2_split(hw)
     reasons = [f"{k} needs {sizes[k]} L2 words, the generated L2 region holds {split[k]}"
                for k in TENSORS if sizes[k] > split[k]]
-    per_word = hw.energy.per_word_pj
     noc_words = l2r["input"] + l2r["weight"] + l2w["output"]
-    energy = {
-        "mac": macs * hw.energy.mac_pj,
-        "l1": sum(l1r[k] * per_word("l1_read_pj", bits[k]) + l1w[k] * per_word("l1_write_pj", bits[k])
-                  for k in TENSORS),
-        "l2": sum(l2r[k] * per_word("l2_read_pj", bits[k]) + l2w[k] * per_word("l2_write_pj", bits[k])
-                  for k in TENSORS),
-        "noc": noc_words * hw.noc_at(0).hops * per_word("noc_pj_per_word_hop", hw.input_bits),
-        "dram": sum(l2w[k] * per_word("dram_pj_per_word", bits[k]) for k in ("input", "weight"))
-        + sizes["output"] * rep * per_word("dram_pj_per_word", bits["output"]),
-    }
-    energy["total"] = sum(energy.values())
     slots = f["bound_cycles"]
     bound = {"load": "noc-ingress", "compute": "compute", "drain": "noc-egress"}[bounding_engine(slots)]
     offchip = (sum(sizes.values()) * rep) / runtime

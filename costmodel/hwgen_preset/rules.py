@@ -189,7 +189,9 @@ class Ingress:
 
 
 def ingress(s, tensor: str) -> Ingress:
-    """The :class:`Ingress` of ``tensor`` (``"input"`` or ``"weight"``) on structure ``s``."""
+    """The :class:`Ingress` of ``tensor`` (``"input"``, ``"weight"``) on ``s``, once per structure (in its ``__dict__``)."""
+    if (got := s.__dict__.get("_ingress_" + tensor)) is not None:
+        return got
     W = s.noc_words_per_cycle
     dims = TENSOR_LOOP_DIMS[tensor]
     classes, inter, wx, wy = 1, [], False, False
@@ -213,17 +215,16 @@ def ingress(s, tensor: str) -> Ingress:
     per_pe = 1
     while per_pe * 2 <= min(MAX_WORDS_PER_CHUNK, W // classes):
         per_pe *= 2
-    return Ingress(tensor, classes, tuple(inter), wx, wy, per_pe, -(-classes // W),
-                   input_window_banks(s) if wx else per_pe)
+    got = s.__dict__["_ingress_" + tensor] = Ingress(tensor, classes, tuple(inter), wx, wy, per_pe, -(-classes // W),
+                                                     input_window_banks(s) if wx else per_pe)
+    return got
 
 
-def spread_tile(s, t, d: str) -> int:
-    """The tile of dimension ``d`` at the level that spreads it."""
+def spread_tile(s, t, d: str) -> int:                # the tile of dimension ``d`` at the level that spreads it
     return t.t0[d] if s.spatial[0] == d else t.t1[d]
 
 
-def spread_units(s, d: str) -> int:
-    """The units of the level that spreads ``d``."""
+def spread_units(s, d: str) -> int:                     # the units of the level that spreads ``d``
     return s.n0 if s.spatial[0] == d else s.n1
 
 
