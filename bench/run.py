@@ -174,7 +174,8 @@ def bench_rtl_resources(hardware: str, target: str = "ecp5", place_top: bool = F
     median of ``ACCELGEN_BENCH_PNR_SEEDS`` placements (3; two run at a time)."""
     import tempfile
 
-    from accelgen.synth import nextpnr_missing, place_and_route, smallest_device, synthesize_design, yosys_missing
+    from accelgen.pnr import nextpnr_missing, place_and_route
+    from accelgen.synth import smallest_device, synthesize_design, yosys_missing
     from costmodel.dataflow.spec import resolve_dataflow
     from costmodel.workload import parse_layer_spec
     from hwgen.emit import TOP, emit_design

@@ -12,7 +12,7 @@ run goes on where it stopped; remove the folder to start over): ``design/`` (the
 Verilog), ``netlist.json`` (``synth_ecp5``), ``placed.json`` (nextpnr with ``--no-route``; then
 ``sta.txt``, the worst path of each group of late endpoints by ``scripts/placed_sta.py``, and its
 first line printed), ``routed.json`` and ``report.json`` with ``--route`` (router2, from the
-placement; nextpnr's Fmax printed).  nextpnr runs with the flags ``accelgen.synth`` uses for
+placement; nextpnr's Fmax printed).  nextpnr runs with the flags ``accelgen.pnr`` uses for
 ``rtl_fmax_mhz`` (only the clock's pin constrained)."""
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from costmodel.base import AccelgenError  # noqa: E402
-from accelgen.synth import (clock_lpf, nextpnr_ecp5, nextpnr_ecp5_args, nextpnr_missing,  # noqa: E402
-                            yosys_ecp5_script)
+from accelgen.pnr import constraints, nextpnr, nextpnr_args, nextpnr_missing, yosys_script  # noqa: E402
 
 
 def _stage(what: str, out: Path, cmd: list[str], cwd: Path, log: str) -> None:
@@ -91,14 +90,15 @@ def _run(args) -> int:
         tmp.rename(out / "design")
         print(f"place_design: {summary.replace(str(tmp), str(out / 'design'))}")
     if not (out / "netlist.json").exists():
-        script = yosys_ecp5_script([str(verilog)], TOP, "netlist.partial.json") + "; tee -o yosys_stat.txt stat"
+        script = yosys_script("ecp5", [str(verilog)], TOP, "netlist.partial.json") + "; tee -o yosys_stat.txt stat"
         _stage("yosys synth_ecp5", out, ["yosys", "-q", "-p", script], out, "yosys.log")
         (out / "netlist.partial.json").rename(out / "netlist.json")
-    (out / "clock.lpf").write_text(clock_lpf())
-    nextpnr = nextpnr_ecp5()
-    common = nextpnr_ecp5_args(args.device, "CABGA381", "clock.lpf", 100, args.seed)
+    lpf, text = constraints("ecp5", args.device)
+    (out / lpf).write_text(text)
+    tool = nextpnr("ecp5")
+    common = nextpnr_args("ecp5", args.device, lpf, 100, args.seed)
     if not (out / "placed.json").exists():
-        _stage("nextpnr placement", out, [nextpnr, "--json", "netlist.json", *common, "--no-route",
+        _stage("nextpnr placement", out, [tool, "--json", "netlist.json", *common, "--no-route",
                                           "--write", "placed.partial.json"], out, "place.log")
         (out / "placed.partial.json").rename(out / "placed.json")
     if not (out / "sta.txt").exists():
@@ -109,7 +109,7 @@ def _run(args) -> int:
         (out / "sta.txt").write_text(sta.stdout)
     print(f"place_design: placed: {(out / 'sta.txt').read_text().splitlines()[0]} (rough: scripts/placed_sta.py)")
     if args.route and not (out / "report.json").exists():
-        _stage("nextpnr routing (router2)", out, [nextpnr, "--json", "placed.json", *common, "--no-place",
+        _stage("nextpnr routing (router2)", out, [tool, "--json", "placed.json", *common, "--no-place",
                                                   "--report", "report.partial.json", "--write", "routed.json"],
                out, "route.log")
         (out / "report.partial.json").rename(out / "report.json")

@@ -1,7 +1,8 @@
 """``accelgen flow`` from a network to a report, on each simulator: the search picks a point, the
 generator emits it, every layer shape of the network runs on it (one scaled down to the cycle
 budget) bit-exact and in exactly the predicted cycles, Yosys synthesises it and nextpnr places
-its PE (issue: one command from a network to a verified, synthesised accelerator)."""
+its PE: on an ECP5 in Verilator's run, on an iCE40 in Icarus's (issue: one command from a
+network to a verified, synthesised accelerator)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from accelgen import synth
+from accelgen import pnr, synth
 from accelgen.cli import main
 
 from . import simenv
@@ -36,16 +37,16 @@ def test_flow_builds_verifies_and_synthesises_a_network(sim, tmp_path: Path, cap
     missing = synth.yosys_missing()
     if missing:
         (pytest.fail if os.environ.get("CI") else pytest.skip)(f"the flow synthesises: {missing}")
-    pnr = synth.nextpnr_missing() is None
-    if not pnr and os.environ.get("CI"):
-        pytest.fail(f"the flow places and routes under CI: {synth.nextpnr_missing()}")
+    target = "ecp5" if sim == "verilator" else "ice40"
+    placeable = pnr.nextpnr_missing(target) is None
+    if not placeable and os.environ.get("CI"):
+        pytest.fail(f"the flow places and routes under CI: {pnr.nextpnr_missing(target)}")
     (tmp_path / "space.yaml").write_text(yaml.safe_dump(SPACE))
     (tmp_path / "model.yaml").write_text(yaml.safe_dump(MODEL))
     out = tmp_path / "flow"
-    # (the PE is placed once, on Verilator's run: the Icarus run checks the rest)
-    fmax = "pe" if pnr and sim == "verilator" else "none"
+    fmax = "pe" if placeable else "none"
     code = main(["flow", "--model", str(tmp_path / "model.yaml"), "--space", str(tmp_path / "space.yaml"),
-                 "--objectives", "runtime,area", "--target", "ecp5", "--verify", "all", "--sim", sim,
+                 "--objectives", "runtime,area", "--target", target, "--verify", "all", "--sim", sim,
                  "--max-sim-cycles", str(MAX_SIM_CYCLES), "--fmax", fmax, "--sim-seed", "3", "--out", str(out),
                  "--no-progress"])
     assert code == 0, capsys.readouterr().err
@@ -67,7 +68,8 @@ def test_flow_builds_verifies_and_synthesises_a_network(sim, tmp_path: Path, cap
 
     # FPGA figures from Yosys, Fmax from nextpnr where it ran
     fpga = doc["fpga"]
-    assert fpga["target"] == "ecp5" and all(fpga[k] > 0 for k in ("lut", "ff", "dsp", "bram"))
+    assert fpga["target"] == target and all(fpga[k] > 0 for k in ("lut", "ff", "bram"))
+    assert fpga["dsp"] > 0 if target == "ecp5" else fpga["dsp"] == 0     # (synth_ice40 maps multipliers to LUTs)
     assert sorted(fpga["designs"]) == ["conv2d", "gemm"]
     for d in fpga["designs"].values():      # the shared parts split by the generator's parts add up
         parts = d["shared_by_source"]
@@ -75,6 +77,7 @@ def test_flow_builds_verifies_and_synthesises_a_network(sim, tmp_path: Path, cap
         assert {k: sum(c[k] for c in parts.values()) for k in ("lut", "ff", "dsp", "bram", "lutram")} == d["shared"]
     if fmax == "pe":
         assert 10 < fpga["fmax_mhz"] < 1000 and fpga["fmax_scope"] == "pe"
+        assert fpga["fmax_part"] == ("iCE40HX8K" if target == "ice40" else "LFE5U-25F")
     else:
         assert fpga["fmax_mhz"] is None and fpga["fmax_note"]
 

