@@ -236,6 +236,36 @@ def bench_rtl_resources(hardware: str, target: str = "ecp5", place_top: bool = F
             print(f"rtl_fmax_mhz_top: not measured ({whole}: ACCELGEN_BENCH_PNR_TOP=0)")
 
 
+def bench_rtl_ice40(hardware: str = "tiny", seeds: int = 3) -> None:
+    """The PE of the ``kcp`` design on ``hardware`` on an iCE40HX8K (Yosys ``synth_ice40``: the
+    product in logic cells, L1 in block RAM), placed with its ports registered by nextpnr-ice40:
+    its LUT4s and FFs, and the median Fmax of ``seeds`` placements."""
+    import tempfile
+
+    from accelgen.pnr import nextpnr_missing, place_and_route
+    from accelgen.synth import synthesize_module
+    from costmodel.dataflow.spec import resolve_dataflow
+    from costmodel.workload import parse_layer_spec
+    from hwgen.emit import emit_design
+    from hwgen.pe import PE_MODULE
+    missing = nextpnr_missing("ice40")
+    if missing:
+        print(f"rtl_fmax_mhz_ice40: not measured ({missing})")
+        return
+    hw = builtin_hardware(hardware)
+    layer = parse_layer_spec("conv2d:K=8,C=8,Y=8,X=8,R=3,S=3", name="default")
+    with tempfile.TemporaryDirectory() as tmp:
+        emit_design(hw, lambda l: resolve_dataflow("kcp", l, hw), [layer], Path(tmp) / "design")
+        verilog = Path(tmp) / "design" / "accelgen_top.v"
+        r = synthesize_module(verilog, PE_MODULE, "ice40")
+        print(f"rtl_luts_per_pe_ice40: {r.lut} LUT4, {r.ff} FFs, {r.bram} block RAMs (kcp on {hardware}; the "
+              f"8x8 product in logic cells)")
+        fmax = sorted(place_and_route(verilog, PE_MODULE, "ice40", freq_mhz=hw.clock_mhz, registered_io=True,
+                                      seed=k).fmax_mhz for k in range(1, seeds + 1))
+    print(f"rtl_fmax_mhz_ice40: {fmax[len(fmax) // 2]:.1f} MHz (iCE40HX8K, kcp on {hardware}: {PE_MODULE} alone, "
+          f"ports registered; median of seeds 1-{seeds}: " + ", ".join(f"{f:.1f}" for f in fmax) + ")")
+
+
 def bench_rtl_busy_pes(target: str = "ecp5") -> None:
     """The PE that keeps the MACs busy: LUT4s and FFs (Yosys ``synth_<target>``) of one PE of each
     3x3 convolution and GEMM design of ``make validate-rtl``'s efficiency table on ``small``,
@@ -331,6 +361,7 @@ def main() -> int:
     print(f"mapping_search_vs_loma: {rate / hi:.1f}x to {rate / lo:.1f}x ZigZag LOMA's 70-146 mappings/s")
     bench_rtl_resources("tiny", place_top=True)
     bench_rtl_resources("small")
+    bench_rtl_ice40()
     bench_rtl_busy_pes()
     bench_rtl_256pe()
     return 0
