@@ -445,12 +445,24 @@ class Drain:
         # addresses a stage before (the address's high part, or one more: Yosys shares the sum
         # and the compares): the sum lies on one side of the wires across the device, the
         # bank's port choice on the other
+        # (the W / Q banks that take the same word share its kept register, a copy for each
+        # READERS_PER_COPY of them: on small's kcp, one word a cycle, 8 copies, not 64)
+        values_at: dict[tuple[int, int], Signal] = {}
+
+        def moved_value(b):
+            key = (b % Q, b // Q // READERS_PER_COPY)
+            if key not in values_at:
+                moved = pipe(m, rotated[b % Q], f"dr_bank_value{b}", signed(32))
+                for k in range(rotate_at + 1, latency):     # (no reduction level: a cycle to wait)
+                    moved = reg(moved, f"dr_bank_value{b}_d{k}")
+                values_at[key] = moved
+            return values_at[key]
         for b, (rd, wr) in enumerate(l2.outputs):
             j = lane_of(addr_q[rotate_at], b)
-            moved = pipe(m, rotated[b % Q], f"dr_bank_value{b}", signed(32))
+            moved = moved_value(b)
             write_en = pipe(m, j < len_q[rotate_at], f"dr_bank_en{b}", 1)
-            for k in range(rotate_at + 1, latency):     # (no reduction level: a cycle to wait)
-                moved, write_en = reg(moved, f"dr_bank_value{b}_d{k}"), reg(write_en, f"dr_bank_en{b}_d{k}", 1, data=False)
+            for k in range(rotate_at + 1, latency):
+                write_en = reg(write_en, f"dr_bank_en{b}_d{k}", 1, data=False)
             old = reg(pipe(m, rd.data, f"dr_l2_word{b}", 32), f"dr_old{b}", 32)
             # the bank's rows to read and write (from its copies of the addresses)
             # and whether the accelerator or the host has its ports (a register of its own)
