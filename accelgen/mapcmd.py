@@ -35,8 +35,9 @@ def map_arguments(parser: argparse.ArgumentParser) -> None:
     search.add_argument("--objective", default="runtime", choices=tuple(MAPPING_OBJECTIVES),
                         help="what the best mapping minimises (default: runtime)")
     search.add_argument("--budget", type=positive_int, default=2000, metavar="N",
-                        help="mappings evaluated per layer and family at most; a larger space is sampled "
-                             "(default: 2000)")
+                        help="mappings analysed per layer and family: a larger space is sampled until the preset "
+                             "has accepted N (refused ones, whose tiles the hardware cannot hold, do not count; at "
+                             "most 20 N drawn) (default: 2000)")
     search.add_argument("--seed", type=non_negative_int, default=0, metavar="N", help="the sampling seed (default: 0)")
     search.add_argument("--top", type=positive_int, default=5, metavar="K",
                         help="mappings shown with --layer (default: 5)")
@@ -86,7 +87,7 @@ def run_map(args: argparse.Namespace) -> int:
                             TextColumn("{task.fields[rate]} mappings/s"), TimeElapsedColumn(), console=err,
                             transient=True)
         task = progress.add_task("map", total=total, layer="", rate="-")
-    done = [0]
+    done, drawn = [0], [0]
     start = time.monotonic()
     results: list[MappingSearch] = []
     try:
@@ -94,13 +95,14 @@ def run_map(args: argparse.Namespace) -> int:
             progress.start()
         for layer, family, _ in jobs:
             def on_progress(found: MappingSearch) -> None:
-                if progress is not None:
-                    n = done[0] + found.evaluated
-                    progress.update(task, completed=n, layer=f"{layer.name} ({family})",
+                if progress is not None:      # (the bar counts accepted mappings, the budget's; the rate all drawn)
+                    n = drawn[0] + found.evaluated
+                    progress.update(task, completed=done[0] + found.accepted, layer=f"{layer.name} ({family})",
                                     rate=f"{n / max(time.monotonic() - start, 1e-9):,.0f}")
             found = search_mappings(layer, family, hw, preset=args.preset, objective=args.objective,
                                     budget=args.budget, seed=args.seed, keep=args.top, on_progress=on_progress)
-            done[0] += found.evaluated
+            done[0] += min(found.space_size, args.budget)
+            drawn[0] += found.evaluated
             results.append(found)
             if found.interrupted:
                 break
@@ -114,8 +116,9 @@ def run_map(args: argparse.Namespace) -> int:
     else:
         emit_output(args, lambda console: _print(console, results, hw.name, args, overrides))
     evaluated = sum(r.evaluated for r in results)
-    note(f"{evaluated} mappings in {elapsed:.1f} s ({evaluated / max(elapsed, 1e-9):,.0f} mappings/s), "
-         f"{sum(r.refused for r in results)} refused by the {args.preset} preset"
+    note(f"{evaluated} mappings in {elapsed:.1f} s ({evaluated / max(elapsed, 1e-9):,.0f} mappings/s): "
+         f"{sum(r.accepted for r in results)} analysed, {sum(r.refused for r in results)} refused by the "
+         f"{args.preset} preset"
          + ("; interrupted: the best found so far" if interrupted else ""))
     return 130 if interrupted else 0
 
@@ -131,7 +134,7 @@ def _as_json(results: list[MappingSearch], hw_name: str, args: argparse.Namespac
     return {"hardware": hw_name, "preset": args.preset, "objective": args.objective, "budget": args.budget,
             "seed": args.seed,
             "layers": [{"layer": r.layer.name, "shape": r.layer.describe(), "family": r.family,
-                        "space": r.space_size, "evaluated": r.evaluated, "refused": r.refused,
+                        "space": r.space_size, "evaluated": r.evaluated, "accepted": r.accepted, "refused": r.refused,
                         "interrupted": r.interrupted, "best": [_row(m) for m in r.best]} for r in results]}
 
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import itertools
 import json
-import random
 
 import pytest
 
 from accelgen.cli import main
 from costmodel import AccelgenError, Conv2D, GEMM, analyze_layer, builtin_hardware
 from costmodel.dataflow.library import library_dataflow
-from costmodel.dse.mapping import MAPPING_OBJECTIVES, mapping_space, search_mappings, tile_candidates
+from costmodel.dse.mapping import (MAPPING_OBJECTIVES, MAX_DRAWS_PER_BUDGET, draw_order, mapping_space, search_mappings,
+                                   tile_candidates)
 
 TINY = builtin_hardware("tiny")
 CONV = Conv2D("c", K=8, C=6, Y=6, X=7, R=3, S=3, padding=1)
@@ -51,6 +51,8 @@ def test_an_enumerated_space_finds_what_brute_force_finds(layer, family, preset,
 
 
 def test_a_sampled_space_is_reproducible_and_keeps_its_samples_best():
+    """A sampled search draws in its seed's order until the preset has accepted the budget:
+    refused mappings do not use it, and its best are the best of exactly what it drew."""
     layer = Conv2D("c", K=16, C=12, Y=10, X=10, R=3, S=3, padding=1)
     space = mapping_space(layer, "kcp", TINY.num_pes)
     budget = 150
@@ -58,18 +60,43 @@ def test_a_sampled_space_is_reproducible_and_keeps_its_samples_best():
     a = search_mappings(layer, "kcp", TINY, budget=budget, seed=4, keep=5)
     b = search_mappings(layer, "kcp", TINY, budget=budget, seed=4, keep=5)
     c = search_mappings(layer, "kcp", TINY, budget=budget, seed=5, keep=5)
-    assert a.evaluated == budget and [m.index for m in a.best] == [m.index for m in b.best]
+    assert a.accepted == budget and a.refused > 0 and a.evaluated == budget + a.refused
+    assert [m.index for m in a.best] == [m.index for m in b.best] and (a.evaluated, a.refused) == (b.evaluated, b.refused)
     assert [m.index for m in a.best] != [m.index for m in c.best]
-    # its best is the best of exactly the mappings its seed draws
-    drawn = random.Random(4).sample(range(space.size), budget)
-    scores = []
+    drawn = list(itertools.islice(draw_order(space.size, budget, 4), a.evaluated))
+    assert len(set(drawn)) == len(drawn) and sorted(drawn) != drawn
+    scores, refused = [], 0
     for i in drawn:
         try:
             r = analyze_layer(layer, library_dataflow("kcp", layer, TINY.num_pes, **space.at(i)), TINY, "hwgen")
         except AccelgenError:
+            refused += 1
             continue
         scores.append((not r.feasible, float(r.runtime_cycles), i))
+    assert refused == a.refused and len(scores) == budget      # (the last one drawn was accepted)
     assert [m.index for m in a.best] == [i for _, _, i in sorted(scores)[:5]]
+
+
+def test_a_space_with_fewer_valid_mappings_than_the_budget_is_drawn_whole():
+    layer = Conv2D("c", K=16, C=12, Y=10, X=10, R=3, S=3, padding=1)
+    space = mapping_space(layer, "kcp", TINY.num_pes)
+    every = search_mappings(layer, "kcp", TINY, budget=space.size, keep=1)
+    assert every.evaluated == space.size and every.refused > 0
+    budget = every.accepted + 1          # (more than the space holds, less than its size: drawn until it runs out)
+    assert budget < space.size <= MAX_DRAWS_PER_BUDGET * budget
+    found = search_mappings(layer, "kcp", TINY, budget=budget, seed=2, keep=1)
+    assert (found.evaluated, found.accepted, found.refused) == (space.size, every.accepted, every.refused)
+    assert found.best[0].score == every.best[0].score
+
+
+def test_draw_order_covers_the_space_once():
+    assert list(draw_order(5, 5, 0)) == list(range(5))
+    for size in (7, 1000):
+        order = list(draw_order(size, 3, 1))
+        assert sorted(order) == list(range(size)) and order != sorted(order)
+        assert order == list(draw_order(size, 3, 1)) != list(draw_order(size, 3, 2))
+    big = list(itertools.islice(draw_order(3 << 20, 10, 0), 1000))     # (over a million: seeded draws)
+    assert len(set(big)) == 1000 and all(0 <= i < 3 << 20 for i in big)
 
 
 def test_the_best_mapping_runs_as_reported_from_its_label():
@@ -104,7 +131,8 @@ def test_map_prints_the_best_mapping_per_layer(capsys, tmp_path, monkeypatch):
                  "--format", "json", "--no-progress"]) == 0
     doc = json.loads(capsys.readouterr().out)
     (entry,) = doc["layers"]
-    assert entry["layer"] == "a" and entry["evaluated"] == 40 and len(entry["best"]) == 2
+    assert entry["layer"] == "a" and entry["accepted"] == 40 == entry["evaluated"] - entry["refused"]
+    assert len(entry["best"]) == 2
     assert entry["best"][0]["runtime_cycles"] <= entry["best"][1]["runtime_cycles"]
 
 

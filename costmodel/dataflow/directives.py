@@ -238,9 +238,23 @@ def _parse_size(text: str, where: str) -> Size:
     return int(text)
 
 
+#: Directives parsed so far, by their text with its spaces normalised (a directive is immutable;
+#: a mapping search renders thousands of dataflows from the same few dozen directives).
+_PARSED: dict[str, Directive] = {}
+
+
 def parse_directive(text: str, where: str) -> Directive:
     """One directive, e.g. ``SpatialMap(1,1) K`` or ``Cluster(64, P)``."""
     src = " ".join(text.split())
+    got = _PARSED.get(src)
+    if got is None:
+        got = _parse_directive(src, where)
+        if len(_PARSED) < 4096:
+            _PARSED[src] = got
+    return got
+
+
+def _parse_directive(src: str, where: str) -> Directive:
     match = _MAP_RE.match(src)
     if match:
         cls = TemporalMap if match.group(1) == "TemporalMap" else SpatialMap

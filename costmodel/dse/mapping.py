@@ -6,11 +6,14 @@ A family's *mapping space* is the product of its template parameters' candidate 
 (:func:`mapping_space`: tiles of the dimension each one tiles, powers of two and that
 dimension's divisors up to it, and its whole extent; cluster sizes a power of two up to the
 array) and the orders of the outer level's loops that can take more than one step.  A space no
-larger than the budget is enumerated; a larger one is sampled, ``budget`` distinct mappings
-drawn with the seed, so a search is reproducible.  Each mapping is analysed by the preset
-(``hwgen``: the generated design's own timing in closed form; ``maestro``), a mapping the
-preset or the hardware refuses is counted and skipped, and the best are ranked feasible first,
-then by the objective, then by their place in the space.
+larger than the budget is enumerated; from a larger one mappings are drawn without replacement,
+in an order the seed fixes (so a search is reproducible), until ``budget`` of them are accepted.
+Each mapping is analysed by the preset (``hwgen``: the generated design's own timing in closed
+form; ``maestro``); one the preset or the hardware refuses (most often: its PE tiles need more
+L1 than the PE has) is counted and skipped, and does not use the budget, as in Timeloop's mapper,
+whose budget counts valid mappings: a small L1 refuses most of a space (nine in ten of
+``kcp``'s on ``small``).  At most :data:`MAX_DRAWS_PER_BUDGET` times the budget are drawn.  The
+best are ranked feasible first, then by the objective, then by their place in the space.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import itertools
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator
 
 from ..analysis import analyze_layer
 from ..base import AccelgenError
@@ -31,7 +34,10 @@ from ..workload.layers import GEMM, Layer, analysed_layer
 from ..workload.problem import problems_of
 
 __all__ = ["MAPPING_OBJECTIVES", "MappingSpace", "Mapping", "MappingSearch", "mapping_space", "rank_key",
-           "search_mappings", "tile_candidates", "family_kind"]
+           "search_mappings", "tile_candidates", "family_kind", "draw_order", "MAX_DRAWS_PER_BUDGET"]
+
+#: Mappings a search draws at most, per mapping of its budget (refused ones included).
+MAX_DRAWS_PER_BUDGET = 20
 
 #: Objectives of a mapping search -> the figure minimised.
 MAPPING_OBJECTIVES: dict[str, Callable[[LayerResult], float]] = {
@@ -143,8 +149,8 @@ class Mapping:
 
 @dataclass
 class MappingSearch:
-    """What a search of one layer found: the best mappings, and how many it evaluated, how many
-    the preset refused, and the size of the space."""
+    """What a search of one layer found: the best mappings, and how many it drew (``evaluated``),
+    how many of them the preset refused, and the size of the space."""
 
     layer: Layer
     family: str
@@ -156,6 +162,32 @@ class MappingSearch:
     interrupted: bool = False
     first_refusal: str = ""         # why the first refused mapping was refused
 
+    @property
+    def accepted(self) -> int:
+        """Mappings the preset analysed (the budget counts these)."""
+        return self.evaluated - self.refused
+
+
+def draw_order(size: int, budget: int, seed: int) -> Iterator[int]:
+    """The indices a search tries, in order: every one (in index order) if the space holds no
+    more than ``budget``, else all of them in the seed's random order (a shuffle; for spaces of
+    over a million, seeded draws that skip the ones already drawn)."""
+    if size <= budget:
+        yield from range(size)
+        return
+    rng = random.Random(seed)
+    if size <= 1 << 20:
+        order = list(range(size))
+        rng.shuffle(order)
+        yield from order
+        return
+    seen: set[int] = set()
+    while len(seen) < size:
+        i = rng.randrange(size)
+        if i not in seen:
+            seen.add(i)
+            yield i
+
 
 def rank_key(m: Mapping) -> tuple:
     return (not m.result.feasible, m.score, m.index)
@@ -165,21 +197,23 @@ def search_mappings(layer: Layer, family: str, hw: Hardware, *, preset: str = "h
                     budget: int = 1000, seed: int = 0, keep: int = 10,
                     on_progress: Callable[[MappingSearch], None] | None = None) -> MappingSearch:
     """Search ``family``'s mappings of ``layer`` on ``hw``: every one if the space holds no more
-    than ``budget``, else ``budget`` distinct ones drawn with ``seed``; the ``keep`` best, ranked
-    feasible first, then by ``objective``, then by index.  Ctrl-C stops it with what it found
-    (``interrupted``)."""
+    than ``budget``, else distinct ones drawn in ``seed``'s order (:func:`draw_order`) until the
+    preset has accepted ``budget`` of them (or :data:`MAX_DRAWS_PER_BUDGET` times that many are
+    drawn, or the space runs out); the ``keep`` best, ranked feasible first, then by
+    ``objective``, then by index.  Ctrl-C stops it with what it found (``interrupted``)."""
     if objective not in MAPPING_OBJECTIVES:
         raise AccelgenError(f"unknown objective {objective!r}; expected one of {', '.join(MAPPING_OBJECTIVES)}",
                             where="--objective")
     if budget < 1:
         raise AccelgenError(f"expected a positive number of mappings, not {budget!r}", where="--budget")
     space = mapping_space(layer, family, hw.num_pes)
-    indices: Sequence[int] = (range(space.size) if space.size <= budget
-                              else sorted(random.Random(seed).sample(range(space.size), budget)))
     out = MappingSearch(layer, space.family, objective, space.size)
     score_of = MAPPING_OBJECTIVES[objective]
+    draws = min(space.size, MAX_DRAWS_PER_BUDGET * budget)
     try:
-        for n, index in enumerate(indices):
+        for n, index in enumerate(draw_order(space.size, budget, seed)):
+            if n == draws or out.accepted == budget:
+                break
             params = space.at(index)
             try:
                 df = library_dataflow(space.family, layer, hw.num_pes, **params)
@@ -192,9 +226,11 @@ def search_mappings(layer: Layer, family: str, hw: Hardware, *, preset: str = "h
                 if len(out.best) > 4 * keep:
                     out.best = sorted(out.best, key=rank_key)[:keep]
             out.evaluated += 1
-            if on_progress is not None and (n % 64 == 63 or n == len(indices) - 1):
+            if on_progress is not None and n % 64 == 63:
                 on_progress(out)
     except KeyboardInterrupt:
         out.interrupted = True
+    if on_progress is not None:
+        on_progress(out)
     out.best = sorted(out.best, key=rank_key)[:keep]
     return out
