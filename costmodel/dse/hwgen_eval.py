@@ -41,6 +41,7 @@ class HwgenEvaluator:
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
         self._keys = [i for i, axis in enumerate(plan.axes) if axis.name in _HWGEN_READS]
+        self._dataflows: dict[tuple, Any] = {}       # (shape, choice, PEs) -> the dataflow, or None if refused
         self._designs: dict[tuple, Any] = {}         # (shape, choice, PEs, width, lanes) -> dataflow, structures, L1s
         self._cache: dict[tuple, Any] = {}           # (the same, structure, hops) -> runtime, energy, L2 regions
         self._hardwares: dict[tuple, Hardware] = {}  # (PEs, lanes, width, hops) -> a point's hardware
@@ -171,9 +172,17 @@ class HwgenEvaluator:
         (:func:`~costmodel.hwgen_preset.preset.l1_candidates`) and the L1 bytes each needs;
         empty if the dataflow or the design is refused whatever the L1."""
         layer = self.shapes[shape]
-        spec = self.plan.choices(kind_of(layer))[choice]
+        key = (shape, choice, hw.num_pes)
+        if key not in self._dataflows:          # (it depends on the PEs alone of the hardware)
+            spec = self.plan.choices(kind_of(layer))[choice]
+            try:
+                self._dataflows[key] = library_dataflow(spec.family, layer, hw.num_pes, **dict(spec.params))
+            except AccelgenError:
+                self._dataflows[key] = None
+        df = self._dataflows[key]
+        if df is None:
+            return ()
         try:
-            df = library_dataflow(spec.family, layer, hw.num_pes, **dict(spec.params))
             structures = tuple(l1_candidates(df, layer, hw, fit=[layer]))
             return df, structures, tuple(l1_bytes(s.l1_words()) for s in structures)
         except AccelgenError:
