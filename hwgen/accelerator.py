@@ -246,8 +246,8 @@ class _PerClass:
 
     def wire_pe(self, pe, u0: int, u1: int, template: PE) -> None:
         """One PE's ports."""
-        m, ctl, loader, compute, g = self.m, self.ctl, self.loader, self.compute, self.g
-        ld, cp = ctl.ld, ctl.cp
+        m, ctl, loader, compute = self.m, self.ctl, self.loader, self.compute
+        ld = ctl.ld
         ch = loader.chunk
         m.d.comb += [
             pe.in_taps.eq(self._taps("input", u0, u1)), pe.w_taps.eq(self._taps("weight", u0, u1)),

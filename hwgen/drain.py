@@ -148,7 +148,6 @@ class Drain:
         d_issue = Signal(name="d_issue")
         t = s.pe_tile_max
         across = s.drain_across_groups
-        psums = [[] for _ in range(lanes)]            # the reduction tree's inputs, per lane
         # Where the walk is, as registers worked out when its counters move (and at a group's
         # start from its extents' flags), so the drain's last issue is known from registers: it
         # feeds the controller's shift.  ``left``: the words (or groups) left in the run's row.

@@ -13,7 +13,7 @@ from amaranth.hdl import Const, Module, Mux, Signal, Value
 from costmodel.hwgen_preset.rules import LOOP_DIMS
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, multiply, pipe, times, wire
+from .common import COORD, multiply, pipe, times
 
 __all__ = ["CONFIG_REGS", "WIDE_REGS", "WIDE_BITS", "Desc", "Geometry"]
 

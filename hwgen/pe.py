@@ -327,12 +327,10 @@ class PE(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        t = self.tile
 
         # ---- L1: per tensor, banks of LUT RAM (double-buffered: the buffer is the address's top
         # bit), a chunk's words written at the row the loader counts, read by the compute
         # engine's address (row = address // banks, bank = address % banks) -----------------
-        W = self.lanes
         mems = {}
         for name, (banks, rows) in self.shape.items():
             depth = 1 << max(1, (rows - 1).bit_length())

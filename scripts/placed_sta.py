@@ -21,7 +21,6 @@ import json
 import re
 import sys
 import threading
-from collections import defaultdict
 
 LUT, CARRY_IN, CARRY, OFX, MUX = 0.236, 0.42, 0.447, 0.401, 0.256
 CLK_TO_Q = {"TRELLIS_FF": 0.525, "DP16KD": 5.7, "MULT18X18D": 1.5}
