@@ -163,6 +163,18 @@ def bench_mapping_search(budget: int = 3000):
     return found, time.perf_counter() - start
 
 
+def _emit_kcp(hardware: str, out: Path):
+    """``kcp``'s design on ``hardware``, made for the bench's default layer (a 3x3 convolution, the
+    library's default tile) and emitted in ``out``: the hardware and the top's Verilog."""
+    from costmodel.dataflow.spec import resolve_dataflow
+    from costmodel.workload import parse_layer_spec
+    from hwgen.emit import emit_design
+    hw = builtin_hardware(hardware)
+    layer = parse_layer_spec("conv2d:K=8,C=8,Y=8,X=8,R=3,S=3", name="default")
+    emit_design(hw, lambda l: resolve_dataflow("kcp", l, hw), [layer], out)
+    return hw, out / "accelgen_top.v"
+
+
 def bench_rtl_resources(hardware: str, target: str = "ecp5", place_top: bool = False) -> None:
     """FPGA resources of the generated ``kcp`` design on ``hardware`` (Yosys ``synth_<target>``:
     one PE and the shared parts), the time to emit its Verilog, and its Fmax by nextpnr on the
@@ -177,21 +189,16 @@ def bench_rtl_resources(hardware: str, target: str = "ecp5", place_top: bool = F
 
     from accelgen.pnr import nextpnr_missing, place_and_route
     from accelgen.synth import smallest_device, synthesize_design, yosys_missing
-    from costmodel.dataflow.spec import resolve_dataflow
-    from costmodel.workload import parse_layer_spec
-    from hwgen.emit import TOP, emit_design
+    from hwgen.emit import TOP
     from hwgen.pe import PE_MODULE
     missing = yosys_missing()
     if missing:
         print(f"rtl_resources_{hardware}: skipped ({missing})")
         return
-    hw = builtin_hardware(hardware)
-    layer = parse_layer_spec("conv2d:K=8,C=8,Y=8,X=8,R=3,S=3", name="default")
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        emit_design(hw, lambda l: resolve_dataflow("kcp", l, hw), [layer], Path(tmp) / "design")
+        hw, verilog = _emit_kcp(hardware, Path(tmp) / "design")
         print(f"rtl_emit_seconds_{hardware}: {time.perf_counter() - start:.1f} s")
-        verilog = Path(tmp) / "design" / "accelgen_top.v"
         r = synthesize_design(verilog, hw.num_pes, target)
         label = f"({target}, kcp on {hardware}, {hw.num_pes} PEs)"
         print(f"rtl_luts_per_pe: {r.pe.lut} LUT4 {label}")
@@ -245,19 +252,13 @@ def bench_rtl_ice40(hardware: str = "tiny", seeds: int = 3) -> None:
 
     from accelgen.pnr import nextpnr_missing, place_and_route
     from accelgen.synth import synthesize_module
-    from costmodel.dataflow.spec import resolve_dataflow
-    from costmodel.workload import parse_layer_spec
-    from hwgen.emit import emit_design
     from hwgen.pe import PE_MODULE
     missing = nextpnr_missing("ice40")
     if missing:
         print(f"rtl_fmax_mhz_ice40: not measured ({missing})")
         return
-    hw = builtin_hardware(hardware)
-    layer = parse_layer_spec("conv2d:K=8,C=8,Y=8,X=8,R=3,S=3", name="default")
     with tempfile.TemporaryDirectory() as tmp:
-        emit_design(hw, lambda l: resolve_dataflow("kcp", l, hw), [layer], Path(tmp) / "design")
-        verilog = Path(tmp) / "design" / "accelgen_top.v"
+        hw, verilog = _emit_kcp(hardware, Path(tmp) / "design")
         r = synthesize_module(verilog, PE_MODULE, "ice40")
         print(f"rtl_luts_per_pe_ice40: {r.lut} LUT4, {r.ff} FFs, {r.bram} block RAMs (kcp on {hardware}; the "
               f"8x8 product in logic cells)")
