@@ -367,15 +367,13 @@ class _Flow:
             with self._status(f"synthesising the {kind} design"):
                 res = synth.synthesize_design(verilog, instances, a.target, by_source=True)
             entry: dict[str, Any] = {**res.as_dict(), "fmax_mhz": None, "fmax_scope": None, "fmax_note": None}
-            device = synth.smallest_device(res.total) if a.target == "ecp5" else None
-            fits = device is not None and synth.fits_capacity(res.total, synth.ECP5_CAPACITY[device])
-            entry["device"] = synth.ECP5_DEVICES[device] if fits else None
-            if device is not None and not fits:
+            device, fits, small = (pnr.placement(a.target, res.total) if a.target in pnr.PNR_TARGETS
+                                   else (None, False, False))
+            entry["device"] = synth.ECP5_DEVICES[device] if a.target == "ecp5" and fits else None
+            if a.target == "ecp5" and not fits:
                 lut, dsp, bram = synth.ECP5_CAPACITY[device]
-                entry["device_note"] = (f"larger than the largest ECP5 ({synth.ECP5_DEVICES[device]}: {lut:,} LUT4, "
-                                        f"{dsp} multipliers, {bram} block RAMs)")
-            if a.target == "ice40":         # (the HX8K, an iCE40's largest: 7,680 logic cells, 32 block RAMs)
-                device, fits = "hx8k", synth.fits_capacity(res.total, pnr.ICE40_CAPACITY["hx8k"])
+                entry["device_note"] = (f"larger than the largest ECP5 ({synth.ECP5_DEVICES[device]}: {lut:,} "
+                                        f"LUT4, {dsp} multipliers, {bram} block RAMs)")
             why = (None if a.fmax != "none" else "not measured (--fmax none)")
             if why is None and a.target not in pnr.PNR_TARGETS:
                 why = (f"not measured: place and route runs on {' and '.join(pnr.PNR_TARGETS)} (nextpnr), "
@@ -385,9 +383,7 @@ class _Flow:
                 why = f"not measured: {why}" if why else None
             if why is None:
                 assert device is not None
-                small = device == "25k" if a.target == "ecp5" else synth.fits_capacity(
-                    res.total, pnr.ICE40_CAPACITY["hx8k"], fill=0.6)
-                whole = (a.fmax == "top" and fits) or (a.fmax == "auto" and small and fits)
+                whole = (a.fmax == "top" and fits) or (a.fmax == "auto" and small)
                 if a.fmax == "top" and not fits:
                     self.say("synth", f"{kind}: the whole design does not fit one {a.target}: its PE is placed alone")
                 top, registered = (TOP, False) if whole else (PE_MODULE, True)

@@ -29,14 +29,28 @@ from typing import Mapping, NamedTuple
 
 from costmodel.base import AccelgenError
 
-from .synth import DEFINES, ECP5_DEVICES, TARGETS, Target, yosys_missing
+from .synth import (ECP5_CAPACITY, ECP5_DEVICES, TARGETS, Resources, Target, fits_capacity, read_verilog,
+                    smallest_device, yosys_missing)
 
 __all__ = ["PlaceRoute", "place_and_route", "nextpnr", "nextpnr_missing", "PNR_TARGETS", "DEVICES",
-           "yosys_script", "constraints", "nextpnr_args", "HARNESS", "ICE40_CAPACITY"]
+           "yosys_script", "constraints", "nextpnr_args", "HARNESS", "ICE40_CAPACITY", "placement"]
 
 HARNESS = "accelgen_pnr_harness"
 #: The targets nextpnr places and routes here.
 PNR_TARGETS = ("ecp5", "ice40")
+
+
+def placement(target: str, total: Resources) -> tuple[str, bool, bool]:
+    """Where a design of ``total`` resources is placed on ``target``: nextpnr's device flag (the
+    smallest ECP5 that holds it with room, :func:`~accelgen.synth.smallest_device`; an iCE40's
+    largest, the HX8K), whether the whole design fits that device, and whether it is small
+    enough to place whole by default (an LFE5U-25F; 60 % of the HX8K's logic cells)."""
+    if target == "ice40":
+        return ("hx8k", fits_capacity(total, ICE40_CAPACITY["hx8k"]),
+                fits_capacity(total, ICE40_CAPACITY["hx8k"], fill=0.6))
+    device = smallest_device(total)
+    fits = fits_capacity(total, ECP5_CAPACITY[device])
+    return device, fits, fits and device == "25k"
 
 
 class Device(NamedTuple):
@@ -163,7 +177,7 @@ def yosys_script(target: str, sources: list[str], top: str, netlist: str) -> str
     """The Yosys script that synthesises module ``top`` of the Verilog ``sources`` for ``target``
     (:data:`accelgen.synth.TARGETS`' script: an ECP5's multipliers as DSPs) into the JSON netlist
     ``netlist``."""
-    return "; ".join([" ".join(filter(None, ("read_verilog", DEFINES.get(target), src))) for src in sources]
+    return "; ".join([read_verilog(target, src) for src in sources]
                      + [f"{TARGETS[target]} -top {top} -json {netlist}"])
 
 

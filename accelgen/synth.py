@@ -53,6 +53,13 @@ _CELLS: dict[str, dict[str, tuple[str, int]]] = {
 #: MULT18X18D with the block's own registers (hwgen.common.MUL_VERILOG), which Yosys 0.23 does not
 #: infer from the behaviour.
 DEFINES: dict[str, str] = {"ecp5": "-DACCELGEN_ECP5_DSP"}
+
+
+def read_verilog(target: str, source: str) -> str:
+    """Yosys's command that reads ``source`` for ``target`` (with its :data:`DEFINES`)."""
+    return " ".join(filter(None, ("read_verilog", DEFINES.get(target), source)))
+
+
 _FF_PREFIXES = {"ice40": ("SB_DFF",), "xilinx": ("FDRE", "FDSE", "FDCE", "FDPE")}   # ECP5: TRELLIS_FF above
 #: Carry cells per family (a CCU2C is two LUT4s and their carry; SB_CARRY rides beside a LUT)
 _CARRY = {"ecp5": ("CCU2C",), "ice40": ("SB_CARRY",), "xilinx": ("CARRY4",)}
@@ -148,7 +155,7 @@ def synthesize_module(verilog: Path, top: str, target: Target, *, blackbox: tupl
         raise AccelgenError(missing, where="synthesis")
     with tempfile.TemporaryDirectory(prefix="accelgen-synth-") as tmp:
         stat = Path(tmp) / "stat.json"
-        script = [f"read_verilog {DEFINES.get(target, '')} {verilog}", f"hierarchy -top {top}"]
+        script = [read_verilog(target, str(verilog)), f"hierarchy -top {top}"]
         script += [f"blackbox {name}" for name in blackbox]
         netlist = Path(tmp) / "netlist.json"
         script += [f"{TARGETS[target]} -top {top}", f"tee -q -o {stat} stat -json"]

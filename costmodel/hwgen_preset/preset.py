@@ -156,23 +156,15 @@ def hwgen_figures(layer: Layer, df: Dataflow, hw: Hardware, structure: HwStructu
     return HwgenFigures(s, t, f, sizes, (l1r, l1w, l2r, l2w), energy)
 
 
-_PER_WORD: dict[int, tuple[Hardware, dict]] = {}
-
-
 def _per_word(hw: Hardware) -> dict:
     """``hw.energy.per_word_pj`` of every (tensor, coefficient) the preset reads, and the NoC's
-    per word and hop, worked out once per hardware (a search asks for the same ones per point)."""
-    got = _PER_WORD.get(id(hw))
-    if got is None or got[0] is not hw:
-        if len(_PER_WORD) >= 256:
-            _PER_WORD.clear()
-        e = hw.energy
-        table = {(k, c): e.per_word_pj(c, hw.bits(k))      # type: ignore[arg-type]
-                 for k in TENSORS for c in ("l1_read_pj", "l1_write_pj", "l2_read_pj", "l2_write_pj",
-                                            "dram_pj_per_word")}
-        table["noc"] = e.per_word_pj("noc_pj_per_word_hop", hw.input_bits)
-        got = _PER_WORD[id(hw)] = (hw, table)
-    return got[1]
+    per word and hop."""
+    e = hw.energy
+    table: dict = {(k, c): e.per_word_pj(c, hw.bits(k))      # type: ignore[arg-type]
+                   for k in TENSORS for c in ("l1_read_pj", "l1_write_pj", "l2_read_pj", "l2_write_pj",
+                                              "dram_pj_per_word")}
+    table["noc"] = e.per_word_pj("noc_pj_per_word_hop", hw.input_bits)
+    return table
 
 
 def analyze_hwgen(layer: Layer, df: Dataflow, hw: Hardware, structure: HwStructure | None = None) -> LayerResult:
