@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -54,6 +55,9 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="85k", help="nextpnr-ecp5's device flag (default: 85k)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--route", action="store_true", help="route the placement too (router2)")
+    parser.add_argument("--nextpnr-args", default="", metavar="ARGS",
+                        help="more nextpnr options for placement and routing, one string "
+                             "(e.g. \"--placer static\" or \"--placer-heap-beta 0.7\")")
     parser.add_argument("--out", required=True, type=Path, help="work folder")
     args = parser.parse_args(argv)
     try:
@@ -96,7 +100,7 @@ def _run(args) -> int:
     lpf, text = constraints("ecp5", args.device)
     (out / lpf).write_text(text)
     tool = nextpnr("ecp5")
-    common = nextpnr_args("ecp5", args.device, lpf, 100, args.seed)
+    common = nextpnr_args("ecp5", args.device, lpf, 100, args.seed) + shlex.split(args.nextpnr_args)
     if not (out / "placed.json").exists():
         _stage("nextpnr placement", out, [tool, "--json", "netlist.json", *common, "--no-route",
                                           "--write", "placed.partial.json"], out, "place.log")

@@ -19,8 +19,8 @@ from costmodel.analysis import resolve_dataflow
 from costmodel.dataflow.library import library_dataflow
 from costmodel.hardware.hardware import NoCLevel, builtin_hardware
 from costmodel.hwgen_preset.closed import _Closed, closed_summary
-from costmodel.hwgen_preset.preset import hwgen_structure
-from costmodel.hwgen_preset.rules import TIMING, ingress, slides, tensor_load
+from costmodel.hwgen_preset.preset import hwgen_structure, l1_candidates
+from costmodel.hwgen_preset.rules import TIMING, ingress, l1_bytes, l1_words, slides, tensor_load
 from costmodel.hwgen_preset.structure import tiles_of
 from costmodel.hwgen_preset.walk import reference_summary
 from costmodel.workload.layers import GEMM, Conv2D
@@ -133,4 +133,32 @@ def test_the_load_rules_agree_on_scalars_and_arrays():
             for same, prev, now in ((True, 0, 2), (True, 2, 2), (False, 0, 2)):
                 got = slides(s, t, d, np.array([same]), np.array([prev]), np.array([now]))
                 assert bool(slides(s, t, d, same, prev, now)) == bool(got[0])
+        checked += 1
+
+
+def test_the_tiles_words_bound_every_l1_candidate_from_below():
+    """``hwgen_structure`` refuses a mapping at once when its tiles' own words do not fit L1
+    (a mapping search draws mostly such tiles): every structure it could pick (each of
+    :func:`l1_candidates`, its banks' rows rounded up, its input holding two windows where it
+    slides) needs at least that much, so the refusals are the ones trying each would give."""
+    rng = random.Random(7)
+    checked = 0
+    while checked < 400:
+        hw, name, layer, params = _draw(rng)
+        try:
+            if isinstance(layer, dict):
+                layer = Conv2D("c", **layer)
+            df = library_dataflow(name, layer, hw.num_pes, **params)
+            candidates = list(l1_candidates(df, layer, hw, fit=[layer]))
+            needs = [l1_bytes(c.l1_words()) for c in candidates]
+        except AccelgenError:
+            continue                            # (no output, or a tile the NoC cannot carry)
+        bound = l1_bytes(l1_words(candidates[0].pe_tile_max, candidates[0].max_stride))
+        assert min(needs) >= bound, (name, params, layer)
+        # an L1 just under the bound is refused, naming it; the smallest candidate's L1 is taken
+        with pytest.raises(AccelgenError, match=f"need at least {bound} B of L1"):
+            hwgen_structure(df, layer, replace(hw, l1_bytes_per_pe=bound - 1), fit=[layer])
+        s = hwgen_structure(df, layer, replace(hw, l1_bytes_per_pe=min(needs)), fit=[layer])
+        assert l1_bytes(s.l1_words()) == min(needs)
+        assert s == candidates[needs.index(min(needs))]
         checked += 1

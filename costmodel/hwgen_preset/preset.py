@@ -13,6 +13,7 @@ from ..workload.layers import Conv2D, Layer
 from ..workload.problem import problem_of
 from .closed import closed_summary
 from .rules import bounding_engine, l1_bytes, l2_layout_words
+from .rules import l1_words as tile_words
 from .structure import HwStructure, LayerTiles, check_layer, structure_key, structure_of, tiles_of, with_slides
 
 __all__ = ["hwgen_structure", "l1_candidates", "l2_split", "hwgen_layer", "check_generatable", "analyze_hwgen",
@@ -59,6 +60,12 @@ def hwgen_structure(dataflow: Dataflow, layer: Layer, hw: Hardware, *,
     :func:`l1_candidates` whose L1 the hardware holds."""
     candidates = l1_candidates(dataflow, layer, hw, fit=fit)
     first = s = next(candidates)
+    # (the tiles' own words bound every candidate's L1 from below, whatever its banks' rows and
+    # windows add: a mapping search draws mostly tiles too large for L1, refused here at once)
+    bound = l1_bytes(tile_words(s.pe_tile_max, s.max_stride))
+    if bound > hw.l1_bytes_per_pe:
+        raise AccelgenError(f"the PE tiles need at least {bound} B of L1 (double-buffered), the hardware has "
+                            f"{hw.l1_bytes_per_pe} B", where=f"hardware {hw.name!r}")
     while l1_bytes(s.l1_words()) > hw.l1_bytes_per_pe:
         s = next(candidates, None)
         if s is None:
