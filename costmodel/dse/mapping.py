@@ -29,6 +29,7 @@ from ..base import AccelgenError
 from ..dataflow.directives import Cluster, TemporalMap
 from ..dataflow.library import LIBRARY, canonical_name, dataflow_label, is_library_name, library_dataflow
 from ..hardware.hardware import Hardware
+from ..hwgen_preset.preset import TilesExceedL1
 from ..results import LayerResult
 from ..workload.layers import GEMM, Layer, analysed_layer
 from ..workload.problem import problems_of
@@ -210,15 +211,22 @@ def search_mappings(layer: Layer, family: str, hw: Hardware, *, preset: str = "h
     out = MappingSearch(layer, space.family, objective, space.size)
     score_of = MAPPING_OBJECTIVES[objective]
     draws = min(space.size, MAX_DRAWS_PER_BUDGET * budget)
+    # (tiles too large for L1 are refused in every loop order: once per tiles, not per mapping)
+    too_large: dict[tuple, str] = {}
     try:
         for n, index in enumerate(draw_order(space.size, budget, seed)):
             if n == draws or out.accepted == budget:
                 break
             params = space.at(index)
+            tiles = tuple((k, v) for k, v in params.items() if k != "order")
             try:
+                if tiles in too_large:
+                    raise AccelgenError(too_large[tiles])
                 df = library_dataflow(space.family, layer, hw.num_pes, **params)
                 result = analyze_layer(layer, df, hw, preset)
             except AccelgenError as exc:
+                if isinstance(exc, TilesExceedL1):
+                    too_large[tiles] = str(exc)
                 out.refused += 1
                 out.first_refusal = out.first_refusal or str(exc)
             else:

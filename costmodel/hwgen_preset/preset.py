@@ -16,7 +16,7 @@ from .rules import bounding_engine, l1_bytes, l2_layout_words
 from .rules import l1_words as tile_words
 from .structure import HwStructure, LayerTiles, check_layer, structure_key, structure_of, tiles_of, with_slides
 
-__all__ = ["hwgen_structure", "l1_candidates", "l2_split", "hwgen_layer", "check_generatable", "analyze_hwgen",
+__all__ = ["TilesExceedL1", "hwgen_structure", "l1_candidates", "l2_split", "hwgen_layer", "check_generatable", "analyze_hwgen",
            "hwgen_figures", "HwgenFigures"]
 
 
@@ -50,6 +50,11 @@ def _generatable(layer: Layer) -> bool:
     return True
 
 
+class TilesExceedL1(AccelgenError):
+    """:func:`hwgen_structure`'s refusal of tiles whose own words exceed the PE's L1: it depends
+    on the PE tiles alone, so every loop order of the same tiles is refused alike."""
+
+
 def hwgen_structure(dataflow: Dataflow, layer: Layer, hw: Hardware, *,
                     fit: Sequence[Layer] = ()) -> HwStructure:
     """The generated design's structure: its buffers hold the largest filter and stride of
@@ -64,7 +69,7 @@ def hwgen_structure(dataflow: Dataflow, layer: Layer, hw: Hardware, *,
     # windows add: a mapping search draws mostly tiles too large for L1, refused here at once)
     bound = l1_bytes(tile_words(s.pe_tile_max, s.max_stride))
     if bound > hw.l1_bytes_per_pe:
-        raise AccelgenError(f"the PE tiles need at least {bound} B of L1 (double-buffered), the hardware has "
+        raise TilesExceedL1(f"the PE tiles need at least {bound} B of L1 (double-buffered), the hardware has "
                             f"{hw.l1_bytes_per_pe} B", where=f"hardware {hw.name!r}")
     while l1_bytes(s.l1_words()) > hw.l1_bytes_per_pe:
         s = next(candidates, None)
