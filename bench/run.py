@@ -153,7 +153,8 @@ def bench_mapping_search(budget: int = 3000):
     """``accelgen map``'s search (``kcp``'s tiles and orders of ResNet-50's layer2.0.conv2 on
     ``small``, ``hwgen`` preset, seed 0) with a budget of ``budget`` accepted mappings: the search
     object and its wall time.  Refused mappings (PE tiles larger than ``small``'s 512 B of L1:
-    most of the space) are drawn but do not use the budget."""
+    most of the space) are drawn but do not use the budget; tiles too large for L1 are refused
+    once for all their loop orders."""
     from costmodel.dse.mapping import search_mappings
 
     hw = builtin_hardware("small")
