@@ -57,6 +57,20 @@ def _draw(rng: random.Random):
     return hw, name, layer, params
 
 
+def _rendered(rng: random.Random):
+    """Endless random cases of :func:`_draw`, the layer made and the dataflow rendered: ``(hw,
+    name, layer, params, dataflow)`` (a layer Conv2D refuses, or parameters the library does, skipped)."""
+    while True:
+        hw, name, layer, params = _draw(rng)
+        try:
+            if isinstance(layer, dict):
+                layer = Conv2D("c", **layer)
+            df = library_dataflow(name, layer, hw.num_pes, **params)
+        except AccelgenError:
+            continue
+        yield hw, name, layer, params, df
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_closed_form_equals_the_step_walk(seed):
     rng = random.Random(seed)
@@ -107,14 +121,11 @@ def test_the_load_rules_agree_on_scalars_and_arrays():
     """The rules the closed form asks one step at a time (plain integers, no numpy call) give
     what they give vectorised callers over arrays, figure for figure: every load of the steps
     of random layers, dataflows and arrays, each tensor, slid or not."""
-    rng = random.Random(11)
     checked = 0
-    while checked < 150:
-        hw, name, layer, params = _draw(rng)
+    for hw, name, layer, params, df in _rendered(random.Random(11)):
+        if checked == 150:
+            break
         try:
-            if isinstance(layer, dict):
-                layer = Conv2D("c", **layer)
-            df = library_dataflow(name, layer, hw.num_pes, **params)
             s = hwgen_structure(df, layer, hw)
             t = tiles_of(s, df, layer)
         except AccelgenError:
@@ -141,14 +152,11 @@ def test_the_tiles_words_bound_every_l1_candidate_from_below():
     (a mapping search draws mostly such tiles): every structure it could pick (each of
     :func:`l1_candidates`, its banks' rows rounded up, its input holding two windows where it
     slides) needs at least that much, so the refusals are the ones trying each would give."""
-    rng = random.Random(7)
     checked = 0
-    while checked < 400:
-        hw, name, layer, params = _draw(rng)
+    for hw, name, layer, params, df in _rendered(random.Random(7)):
+        if checked == 400:
+            break
         try:
-            if isinstance(layer, dict):
-                layer = Conv2D("c", **layer)
-            df = library_dataflow(name, layer, hw.num_pes, **params)
             candidates = list(l1_candidates(df, layer, hw, fit=[layer]))
             needs = [l1_bytes(c.l1_words()) for c in candidates]
         except AccelgenError:
