@@ -25,7 +25,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, NamedTuple
+from typing import Mapping, NamedTuple, Sequence
 
 from costmodel.base import AccelgenError
 
@@ -171,6 +171,12 @@ def _harness(ports: Mapping[str, dict], top: str, pins: tuple[str, ...]) -> str:
 #: router rips up and reroutes the critical nets.  On tiny's whole top (four seeds, ECP5) the
 #: defaults gave 91.8-101.6 MHz, these 100.9-108.8, in about the same time.
 PNR_TIMING_EFFORT = ("--placer-heap-timingweight", "20", "--tmg-ripup")
+#: nextpnr's options for a design that fills much of an ECP5 (``small``'s whole top on an
+#: LFE5U-85F, 45 % of its LUTs, ``scripts/place_design.py``): the electrostatic placer, which
+#: spreads the design over the device (the analytic one packed it into two thirds of it, and
+#: router2 did not converge there), and no timing-driven rip-up (with it router2 reached no
+#: overused wire but went on ripping up timing-failing nets, or climbed back).
+PNR_DENSE = ("--placer", "static")
 
 
 def yosys_script(target: str, sources: list[str], top: str, netlist: str) -> str:
@@ -190,13 +196,16 @@ def constraints(target: str, device: str, clock: str = "clk") -> tuple[str, str]
     return "clock.lpf", f'LOCATE COMP "{clock}" SITE "{pin}";\nIOBUF PORT "{clock}" IO_TYPE=LVCMOS33;\n'
 
 
-def nextpnr_args(target: str, device: str, constraints_file: str, freq_mhz: float, seed: int) -> list[str]:
+def nextpnr_args(target: str, device: str, constraints_file: str, freq_mhz: float, seed: int,
+                 effort: Sequence[str] = PNR_TIMING_EFFORT) -> list[str]:
     """nextpnr's options for a design timed against ``freq_mhz`` (what it achieves is reported,
-    not refused), only the clock's pin constrained, router2 and :data:`PNR_TIMING_EFFORT`."""
+    not refused), only the clock's pin constrained, router2 and ``effort`` (by default
+    :data:`PNR_TIMING_EFFORT`; :data:`PNR_DENSE` for a design that fills much of the device).
+    (nextpnr keeps its settings in the placed netlist: routing a placement takes the placement's.)"""
     kind = "pcf" if target == "ice40" else "lpf"
     return [f"--{device}", "--package", DEVICES[target][device].package, f"--{kind}", constraints_file,
             "--freq", f"{freq_mhz:g}", "--timing-allow-fail", f"--{kind}-allow-unconstrained", "--seed", str(seed),
-            "--router", "router2", *PNR_TIMING_EFFORT]
+            "--router", "router2", *effort]
 
 
 def place_and_route(verilog: Path, top: str, target: Target = "ecp5", *, device: str | None = None,
