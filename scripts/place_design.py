@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Place (and optionally route) a generated design's whole top level on an ECP5, for timing work
 on designs too large for ``make bench`` to route in minutes (``small`` on an LFE5U-85F: Yosys
-~7 min, placement ~20 min, routing by router2 an hour or more on the 2-core machines).
+~6 min, placement ~9 min, routing by router2 ~40 min on the 2-core machines).
 
     python scripts/place_design.py --hw small --l2-bytes 262144 \\
         --dataflow "kcp(cluster=8,x_tile=14)" --layer conv2d:K=64,C=64,Y=14,X=14,R=3,S=3,pad=1 \\
@@ -65,7 +65,7 @@ def main(argv=None) -> int:
                              "placer and timing-driven rip-up, as make bench places tiny; PNR_TIMING_EFFORT)")
     parser.add_argument("--nextpnr-args", default="", metavar="ARGS",
                         help="more nextpnr options for placement and routing, one string "
-                             "(e.g. \"--placer static\" or \"--placer-heap-beta 0.7\")")
+                             "(e.g. \"--placer-heap-beta 0.7\")")
     parser.add_argument("--out", required=True, type=Path, help="work folder")
     args = parser.parse_args(argv)
     try:

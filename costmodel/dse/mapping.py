@@ -219,16 +219,18 @@ def search_mappings(layer: Layer, family: str, hw: Hardware, *, preset: str = "h
                 break
             params = space.at(index)
             tiles = tuple((k, v) for k, v in params.items() if k != "order")
-            try:
-                if tiles in too_large:
-                    raise AccelgenError(too_large[tiles])
-                df = library_dataflow(space.family, layer, hw.num_pes, **params)
-                result = analyze_layer(layer, df, hw, preset)
-            except AccelgenError as exc:
-                if isinstance(exc, TilesExceedL1):
-                    too_large[tiles] = str(exc)
+            refusal = too_large.get(tiles)
+            if refusal is None:
+                try:
+                    df = library_dataflow(space.family, layer, hw.num_pes, **params)
+                    result = analyze_layer(layer, df, hw, preset)
+                except AccelgenError as exc:
+                    refusal = str(exc)
+                    if isinstance(exc, TilesExceedL1):
+                        too_large[tiles] = refusal
+            if refusal is not None:
                 out.refused += 1
-                out.first_refusal = out.first_refusal or str(exc)
+                out.first_refusal = out.first_refusal or refusal
             else:
                 out.best.append(Mapping(index, space.family, params, result, score_of(result)))
                 if len(out.best) > 4 * keep:

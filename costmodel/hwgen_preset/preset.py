@@ -12,12 +12,11 @@ from ..results import TENSORS, LayerResult
 from ..workload.layers import Conv2D, Layer
 from ..workload.problem import problem_of
 from .closed import closed_summary
-from .rules import bounding_engine, l1_bytes, l2_layout_words
-from .rules import l1_words as tile_words
+from .rules import bounding_engine, l1_bytes, l2_layout_words, l1_words as tile_words
 from .structure import HwStructure, LayerTiles, check_layer, structure_key, structure_of, tiles_of, with_slides
 
-__all__ = ["TilesExceedL1", "hwgen_structure", "l1_candidates", "l2_split", "hwgen_layer", "check_generatable", "analyze_hwgen",
-           "hwgen_figures", "HwgenFigures"]
+__all__ = ["TilesExceedL1", "hwgen_structure", "l1_candidates", "l2_split", "hwgen_layer", "check_generatable",
+           "analyze_hwgen", "hwgen_figures", "HwgenFigures"]
 
 
 def check_generatable(hw: Hardware) -> int:
