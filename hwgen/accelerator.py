@@ -56,7 +56,7 @@ class Accelerator(wiring.Component):
         # (the port's busy: a copy of the register, that the pin's placement does not pull the
         # host bus's guard away from it)
         m.d.comb += [self.busy.eq(pipe(m, ctl.busy_soon, "busy_port")), self.done.eq(ctl.done)]
-        l2 = L2.build(m, self.l2_words, s.noc_words_per_cycle)
+        l2 = L2.build(m, self.l2_words, s.noc_words_per_cycle, s.output_banks(self.l2_words["output"]))
         bus = HostBus.build(m, self, g, l2, s.noc_words_per_cycle, ctl.busy, ctl.done, ctl.cycles, ctl.busy_soon)
         template = self.pe()
         start = bus.start

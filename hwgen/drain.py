@@ -4,8 +4,9 @@ along X (the innermost dimension of the output L2 layout), one run a cycle; or, 
 holds one output column side by side (``HwStructure.drain_across_groups``), runs of up to ``W``
 groups' words at once.  The reduction tree,
 one lane per word of the run, adds the partial sums of the PEs that share outputs (a reduction
-dimension spread across them), and the run is added into the ``W``-banked output L2
-(read-modify-write, one cycle later: any ``W`` consecutive words are one access)."""
+dimension spread across them), and the run is added into the output L2, whose banks are at least
+the run's words rounded up to a power of two (read-modify-write: any run is one access of each
+bank; the sum is registered beside the bank before it is written)."""
 
 from __future__ import annotations
 
@@ -30,14 +31,6 @@ __all__ = ["Drain"]
 #: ``X``: one run of the drain).
 GROUP_FIELDS = (("K", COORD), ("Y", COORD), ("X", COORD), ("K_flag", 1), ("Y_flag", 1), ("X_flag", 1),
                 ("K_near", 1), ("Y_near", 1), ("X_near", 1))
-
-
-def collection_lanes(s: HwStructure) -> int:
-    """Words the drain collects a cycle: a PE's run, or one word from each of up to ``W`` groups."""
-    lv = s.drain_across_groups
-    if lv is None:
-        return s.drain_lanes
-    return min(s.noc_words_per_cycle, (s.n0, s.n1)[lv])
 
 
 @dataclass
@@ -68,7 +61,7 @@ class Drain:
         # the dr step, Controller.ahead, with whether each is empty): no arithmetic when a group
         # ends, whose decision feeds the controller's shift
         g_ext = {d: Signal(COORD, name=f"dr_g_ext_{d}") for d in ("K", "Y", "X")}
-        lanes, banks = collection_lanes(s), s.noc_words_per_cycle
+        lanes, banks = s.collection_lanes, len(l2.outputs)
         lg = (banks - 1).bit_length()
 
         def with_flags(e):
@@ -406,15 +399,15 @@ class Drain:
         levels = reduction_levels(s)
         assert all(len(by_key) == len(terms[0]) for by_key in terms) and (len(terms[0]) - 1).bit_length() == levels
         latency = drain_latency(s)
-        assert latency == 4 + max(levels - 1, 0)
+        assert latency == 5 + max(levels - 1, 0)
         # Issue d's words: read by the PEs at d + 1 (their input register), selected then
         # (registered), reduced by d + 2 + levels, moved to their banks (registered), added at
-        # d + latency to the L2 words read three cycles before (the banks' latency, a register
-        # beside the bank, a register beside the adder), and written: the BRAMs'
-        # clock-to-output (5.7 ns on an ECP5 without the block's own output register, which
-        # Yosys 0.23 does not map), the wire to the adder, the add and the write are on
-        # separate paths.  (The read's row is worked out from the issue's address, a register:
-        # ``out_addr``.)
+        # d + latency - 1 to the L2 words read three cycles before (the banks' latency, a
+        # register beside the bank, a register beside the adder), the sum registered beside the
+        # bank and written at d + latency: the BRAMs' clock-to-output (5.7 ns on an ECP5
+        # without the block's own output register, which Yosys 0.23 does not map), the wire to
+        # the adder, the add and the wire to the bank's write port are on separate paths.
+        # (The read's row is worked out from the issue's address, a register: ``out_addr``.)
         issued = [d_issue]
         for k in range(1, latency):
             issued.append(reg(issued[-1], f"dr_issued_d{k}", 1, data=False))
@@ -423,7 +416,7 @@ class Drain:
             addr_q.append(reg(addr_q[-1], f"dr_addr_d{k}", OB, data=False))
             len_q.append(reg(len_q[-1], f"dr_len_d{k}", range(lanes + 1), data=False))
         rotate_at = 2 + levels                          # the lanes' values are ready then
-        read_at = latency - 3
+        read_at = latency - 4
 
         def bank_row(addr, b):
             return ((addr >> lg) + (b < addr[:lg]))[:OB] if b < banks - 1 else addr >> lg
@@ -452,7 +445,7 @@ class Drain:
             key = (b % Q, b // Q // READERS_PER_COPY)
             if key not in values_at:
                 moved = pipe(m, rotated[b % Q], f"dr_bank_value{b}", signed(32))
-                for k in range(rotate_at + 1, latency):     # (no reduction level: a cycle to wait)
+                for k in range(rotate_at + 1, latency - 1):     # (no reduction level: a cycle to wait)
                     moved = reg(moved, f"dr_bank_value{b}_d{k}")
                 values_at[key] = moved
             return values_at[key]
@@ -469,8 +462,9 @@ class Drain:
             rd_row, wr_row = (pipe(m, bank_row(addr_q[k - 1], b)[:len(rd.addr)], f"dr_bank{b}_row_d{k}")
                               for k in (read_at, latency))
             m.d.comb += [rd.addr.eq(Mux(running, rd_row, bus.out_row)), rd.en.eq(1)]
+            total = reg((old + moved)[:32].as_signed(), f"dr_sum{b}")
             m.d.comb += [wr.addr.eq(Mux(running, wr_row, bus.out_row)),
-                         wr.data.eq(Mux(running, old + moved, top.bus_wdata)),
+                         wr.data.eq(Mux(running, total, top.bus_wdata)),
                          wr.en.eq(Mux(running, write_en, bus.out_write[b]))]
         drain = cls(continues, wire(m, Cat(*issued).any(), "dr_flushing"))
         drain.continues_next = continues_next       # (for the controller's copies of the register)

@@ -23,7 +23,7 @@ CTRL = {"start": 0, "status": 1, "cycles": 2, "config": 16}  # word offsets in t
 class HostBus:
     start: Signal           # one cycle: the host writes 1 to the start register (the controller
     #                         starts START_DELAY cycles later, Controller.elaborate)
-    out_row: object         # the row of the bus word offset in its bank (the output region's, while idle)
+    out_row: object         # the row of the bus word offset in its output bank (while idle)
     out_write: list         # per output bank: the host writes its word (it clears outputs before a run)
 
     @classmethod
@@ -44,13 +44,17 @@ class HostBus:
             if banks > 1:
                 hit = hit & (offset[:lg] == b)
             m.d.comb += [wr.addr.eq(op_row), wr.data.eq(top.bus_wdata[:8]), wr.en.eq(hit)]
+        # (the output region's banks: as many as the drain's run needs, L2.build)
+        out_banks = len(l2.outputs)
+        out_lg = (out_banks - 1).bit_length()
         out_we = top.bus_we & (region == REGION["output"])
-        out_write = [Signal(name=f"host_out_we{b}") for b in range(banks)]
+        out_write = [Signal(name=f"host_out_we{b}") for b in range(out_banks)]
         for b, we in enumerate(out_write):
-            m.d.comb += we.eq(out_we & ~busy_near(b) & (offset[:lg] == b) if banks > 1 else out_we & ~busy_near(b))
+            hit = out_we & ~busy_near(b * banks // out_banks)
+            m.d.comb += we.eq(hit & (offset[:out_lg] == b) if out_banks > 1 else hit)
         region_r = Signal(4)
-        bank_r = Signal(max(1, lg), name="host_bank_r")       # the output bank read last cycle
-        m.d.sync += bank_r.eq(offset[:lg] if banks > 1 else 0)
+        bank_r = Signal(max(1, out_lg), name="host_bank_r")       # the output bank read last cycle
+        m.d.sync += bank_r.eq(offset[:out_lg] if out_banks > 1 else 0)
         ctrl_r = Signal(32)
         m.d.sync += region_r.eq(region)
         with m.If(top.bus_re & (region == REGION["ctrl"])):
@@ -74,4 +78,4 @@ class HostBus:
                 for i, name in enumerate(CONFIG_REGS):
                     with m.Case(CTRL["config"] + i):
                         m.d.sync += g.cfg[name].eq(top.bus_wdata)
-        return cls(start, offset >> lg, out_write)
+        return cls(start, offset >> out_lg, out_write)

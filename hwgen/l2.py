@@ -1,7 +1,10 @@
-"""The banked L2: every region in ``W`` interleaved banks (word ``a`` in bank ``a mod W``, row
-``a // W``), so any ``W`` consecutive words are one access: the distribution NoC reads ``W``
-int8 input or weight words a cycle, and the drain read-modify-writes up to ``W`` consecutive
-int32 outputs a cycle.  The host bus reads and writes one word at a time.
+"""The banked L2: the input and weight regions in ``W`` interleaved banks (word ``a`` in bank
+``a mod W``, row ``a // W``), so any ``W`` consecutive words are one access: the distribution
+NoC reads ``W`` int8 input or weight words a cycle.  The output region has as many banks as the
+drain's run needs, ``V <= W`` (:meth:`~costmodel.hwgen_preset.structure.HwStructure.output_banks`,
+word ``a`` in bank ``a mod V``): the drain read-modify-writes up to its lanes' consecutive int32
+outputs a cycle, and fewer, deeper banks take fewer ports, adders and wires for the same block
+RAMs.  The host bus reads and writes one word at a time.
 
 The loader reads one tensor a cycle, so a bank's input and weight words share one memory (an
 *operand bank*): the larger region's rows below ``2**split_bits``, the other's from there, so a
@@ -33,8 +36,9 @@ class L2:
     high: str
 
     @classmethod
-    def build(cls, m: Module, words: dict[str, int], banks: int) -> "L2":
-        rows = {name: max(1, -(-words[name] // banks)) for name in ("input", "weight", "output")}
+    def build(cls, m: Module, words: dict[str, int], banks: int, output_banks: int) -> "L2":
+        rows = {name: max(1, -(-words[name] // banks)) for name in ("input", "weight")}
+        rows["output"] = max(1, -(-words["output"] // output_banks))
         low, high = ("input", "weight") if rows["input"] >= rows["weight"] else ("weight", "input")
         split_bits = (rows[low] - 1).bit_length()
         operands = []
@@ -42,7 +46,7 @@ class L2:
             ram = Ram(m, f"l2_operand_{b}", 8, (1 << split_bits) + rows[high])
             operands.append((ram.read, ram.write))
         outputs = []
-        for b in range(banks):
+        for b in range(output_banks):
             ram = Ram(m, f"l2_output_{b}", 32, rows["output"], signed=True)
             outputs.append((ram.read, ram.write))
         return cls(operands, outputs, split_bits, high)

@@ -61,12 +61,12 @@ class TimingConstants:
     #                                  accumulate) overlaps the next step's issues (drain_wait_cycles)
     drain_wait_cycles: int = 5      # a step's drain starts five cycles after its slot's go: the
     #                                 last partial sums of the step are written by then
-    drain_latency_cycles: int = 4   # the PEs' input register, their words selected (a register),
+    drain_latency_cycles: int = 5   # the PEs' input register, their words selected (a register),
     #                                 the reduction tree (a register a level), moved to the L2 banks
-    #                                 (a register), and added to the L2 words read three cycles
+    #                                 (a register), added to the L2 words read three cycles
     #                                 before (the banks, a register beside each, a register
-    #                                 beside the adder): after the last issue,
-    #                                 4 + max(levels - 1, 0)
+    #                                 beside the adder), the sum registered: after the last issue,
+    #                                 5 + max(levels - 1, 0)
     #                                 cycles with ``levels`` of reduction tree (drain_latency)
     start_delay_cycles: int = 3     # the controller starts three cycles after the host's start
     #                                 write: the configuration's products (Geometry.static) settle

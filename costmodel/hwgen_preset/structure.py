@@ -17,8 +17,8 @@ from ..workload.layers import GEMM, Conv2D, ConvTranspose2D, Layer
 from ..workload.problem import Problem, problem_of
 from .rules import LOOP_DIMS, OUTPUT_DIMS, l1_shape, l1_words, slide_eligible
 
-__all__ = ["HwStructure", "LayerTiles", "PSUM_RAM_MIN_WORDS", "PSUM_RAM_ROWS", "check_layer", "structure_of",
-           "tiles_of", "structure_key"]
+__all__ = ["HwStructure", "LayerTiles", "OUTPUT_BANK_ROWS", "PSUM_RAM_MIN_WORDS", "PSUM_RAM_ROWS", "check_layer",
+           "structure_of", "tiles_of", "structure_key"]
 
 _CONV_MAP = {"K": "K", "C": "C", "Y": "Y", "Y'": "Y", "X": "X", "X'": "X", "R": "R", "S": "S"}
 _GEMM_MAP = {"N": "K", "K": "C", "M": "X"}   # M along X: A^T's rows are runs of M
@@ -29,6 +29,10 @@ _GEMM_MAP = {"N": "K", "K": "C", "M": "X"}   # M along X: A^T's rows are runs of
 #: depth: 16x4 bits).
 PSUM_RAM_MIN_WORDS = 8
 PSUM_RAM_ROWS = 16
+#: Rows of an output L2 bank at most, where the drain's width leaves the choice
+#: (:meth:`HwStructure.output_banks`): 2,048 int32 words are block RAMs side by side with no
+#: choice of block after them (an ECP5's 2048x9, a Xilinx RAMB18's 2048x9, an iCE40's 2048x2).
+OUTPUT_BANK_ROWS = 2048
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,26 @@ class HwStructure:
         while n // p > PSUM_RAM_ROWS and x % (2 * p) == 0 and 2 * p <= lanes:
             p *= 2
         return p
+
+    @cached_property
+    def collection_lanes(self) -> int:
+        """Words the drain collects a cycle: a PE's run (:attr:`drain_lanes`), or one word from
+        each of up to ``W`` groups (:attr:`drain_across_groups`)."""
+        lv = self.drain_across_groups
+        if lv is None:
+            return self.drain_lanes
+        return min(self.noc_words_per_cycle, (self.n0, self.n1)[lv])
+
+    def output_banks(self, output_words: int) -> int:
+        """Banks of the output region of L2 (``hwgen/l2.py``; word ``a`` in bank ``a`` mod the
+        banks), a power of two: the drain's collected words rounded up to one (any run of them
+        is then one access of each bank), or more where a bank would hold more than
+        :data:`OUTPUT_BANK_ROWS` rows, and at most ``W``.  The drain writes one run a cycle,
+        so banks beyond its run would only add ports, adders and wires (``small``'s ``kcp``,
+        one word a cycle, with its L2 cut to 256 KiB: 16 banks of 2,048 rows, not 64 of 512)."""
+        run = 1 << (self.collection_lanes - 1).bit_length()
+        rows = 1 << (max(1, -(-output_words // OUTPUT_BANK_ROWS)) - 1).bit_length()
+        return min(self.noc_words_per_cycle, max(run, rows))
 
     def l1_words(self) -> dict[str, int]:
         """Words of one PE's L1 per tensor for one tile (each is double-buffered): its banks'
