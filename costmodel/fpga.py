@@ -10,14 +10,16 @@ the commit and generator digest, every design synthesised and the fit's residual
 to ``configs/fpga/<target>.yaml``.  For every resource but block RAM::
 
     fixed + per_pe x P + per_pe_lane x P x S + per_pe_noc_word x P x W + per_noc_word x W
-          + per_l2_row_bit x row bits
+          + per_output_bank x V + per_l2_row_bit x row bits
 
 ``P`` is the PE count, ``S`` the SIMD lanes, ``W`` the top NoC level's width in words a cycle: the
-distribution bus and the L2's banks (one operand and one output bank per word, :mod:`hwgen.l2`),
-and in ``xp`` and ``yxp`` the lanes a PE aligns its input window from.  ``row bits`` is the
+distribution bus and the L2's operand banks (one per word, :mod:`hwgen.l2`), and in ``xp`` and
+``yxp`` the lanes a PE aligns its input window from.  ``V`` the output region's banks
+(:func:`output_banks`: the drain's run, or more where a bank would be deeper than
+``OUTPUT_BANK_ROWS``, at most ``W``), each with its read-modify-write.  ``row bits`` is the
 address width of a bank's row in an operand region (``l2_split``: a quarter of L2's bytes in
 each): the L2's counters and address paths grow with it.  Block RAMs are counted from the banks'
-geometry instead (exact: each bank is one memory whose depth the L2's size and ``W`` fix, in block
+geometry instead (exact: each bank is one memory whose depth the L2's size, ``W`` and ``V`` fix, in block
 RAM or, small, in LUT RAM, whichever the target's costs make cheaper), with the target's block
 shapes and costs from the YAML file.  ``luts`` counts a LUT-RAM cell as the LUTs it
 takes.  A library family the generator does not build (``yrp``) has no design: its figures are
@@ -39,9 +41,11 @@ import numpy as np
 from .base import CONFIGS, AccelgenError, load_yaml, read_text
 from .dataflow.library import LIBRARY
 from .hardware.hardware import Hardware
+from .hwgen_preset.structure import OUTPUT_BANK_ROWS
 
 __all__ = ["FPGA_TARGETS", "FAMILIES", "TERMS", "RESOURCES", "FPGA_METRICS", "FpgaModel", "Part", "PARTS", "load_model",
-           "model_from_dict", "find_part", "estimate", "estimate_arrays", "l2_rows", "l2_memories", "bit_length"]
+           "model_from_dict", "find_part", "estimate", "estimate_arrays", "l2_rows", "l2_memories", "output_banks",
+           "drain_run", "bit_length"]
 
 #: FPGA targets of :mod:`accelgen.synth` (its ``generic`` one is no FPGA: memories as flip-flops);
 #: a model file ``configs/fpga/<target>.yaml`` for each fitted (not ``ice40``: docs/fpga.md).
@@ -51,7 +55,11 @@ FPGA_TARGETS = ("ecp5", "ice40", "xilinx")
 FAMILIES = ("kcp", "cp", "xp", "yxp", "nmk")
 #: The linear model's terms, in the order they are added (the scalar and the array paths agree
 #: to the bit).
-TERMS = ("fixed", "per_pe", "per_pe_lane", "per_pe_noc_word", "per_noc_word", "per_l2_row_bit")
+TERMS = ("fixed", "per_pe", "per_pe_lane", "per_pe_noc_word", "per_noc_word", "per_output_bank", "per_l2_row_bit")
+#: The families whose drain collects one word of each of up to ``W`` PEs a cycle (``xp``'s output
+#: columns across the PEs: ``HwStructure.drain_across_groups``); the others' library templates
+#: drain one word a cycle (one output column a PE: ``drain_lanes`` is ``min(W, X_t)``, ``X_t`` 1).
+_DRAIN_ACROSS = ("xp",)
 #: Resources with a linear model (block RAMs come from the L2's geometry).
 RESOURCES = ("lut", "ff", "dsp", "lutram")
 #: The figures a search bounds or minimises (``accelgen explore``), with their units.
@@ -163,28 +171,51 @@ def bit_length(values: np.ndarray) -> np.ndarray:
     return np.frexp(values)[1].astype(np.float64)
 
 
-def l2_rows(l2_bytes: int, noc_words: float) -> tuple[int, int]:
-    """Rows of a bank in an operand region and in the output region (``hwgen.l2``: ``W`` banks a
-    region, a region's words ``l2_split`` of ``l2_bytes``)."""
+def drain_run(family: Any, num_pes: Any, noc_words: Any) -> Any:
+    """Words the drain of ``family``'s library template collects a cycle (arrays, or scalars):
+    one from each of up to ``W`` PEs for ``xp``, one otherwise (``family`` an array of names or
+    one name)."""
+    across = np.isin(np.asarray(family), _DRAIN_ACROSS)
+    with np.errstate(invalid="ignore"):
+        return np.where(across, np.minimum(np.asarray(noc_words, dtype=np.float64), num_pes), 1.0)
+
+
+def output_banks(run: Any, l2_bytes: Any, noc_words: Any) -> np.ndarray:
+    """Banks of the output region (``HwStructure.output_banks``, over arrays as float64): the
+    drain's ``run`` rounded up to a power of two, or more where a bank would hold more than
+    ``OUTPUT_BANK_ROWS`` rows, at most ``W`` (``W`` infinite: the larger of the two)."""
+    words = (np.asarray(l2_bytes, dtype=np.int64) // _OUTPUT_BYTES_PER_WORD).astype(np.float64)
+    rows = np.exp2(bit_length(np.maximum(1.0, np.ceil(words / OUTPUT_BANK_ROWS)) - 1))
+    return np.minimum(np.asarray(noc_words, dtype=np.float64),
+                      np.maximum(np.exp2(bit_length(np.asarray(run, dtype=np.float64) - 1)), rows))
+
+
+def l2_rows(l2_bytes: int, noc_words: float, banks: float | None = None) -> tuple[int, int]:
+    """Rows of a bank in an operand region and in the output region (``hwgen.l2``: ``W`` banks an
+    operand region, ``banks`` the output region, ``W`` when not given; a region's words
+    ``l2_split`` of ``l2_bytes``)."""
     operand = max(1, math.ceil((l2_bytes // _OPERAND_BYTES_PER_WORD) / noc_words))
-    output = max(1, math.ceil((l2_bytes // _OUTPUT_BYTES_PER_WORD) / noc_words))
+    output = max(1, math.ceil((l2_bytes // _OUTPUT_BYTES_PER_WORD) / (banks or noc_words)))
     return operand, output
 
 
-def l2_memories(model: FpgaModel, l2_bytes: np.ndarray, noc_words: np.ndarray) -> dict[str, np.ndarray]:
-    """An operand bank's row bits, and the L2's block RAMs and LUT-RAM cells, per point (arrays,
-    or 0-d arrays for one).  An operand bank holds one region's rows up to a power of two, then the
+def l2_memories(model: FpgaModel, l2_bytes: np.ndarray, noc_words: np.ndarray,
+                run: Any = 1.0) -> dict[str, np.ndarray]:
+    """An operand bank's row bits, the output region's banks (``run``: the drain's words a
+    cycle, :func:`drain_run`), and the L2's block RAMs and LUT-RAM cells, per point (arrays, or
+    0-d arrays for one).  An operand bank holds one region's rows up to a power of two, then the
     other's (8-bit words); an output bank its region's (32-bit).  Yosys maps a bank to whichever
     its techlib's costs make cheaper: block RAMs, or the fewest LUT-RAM cells (a small bank; a
     tie goes to block RAM).  An unlimited width has infinite block RAMs and no row bits."""
     l2 = np.asarray(l2_bytes, dtype=np.int64)
     words = np.asarray(noc_words, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        banks = output_banks(run, l2, words)
         operand = np.maximum(1.0, np.ceil((l2 // _OPERAND_BYTES_PER_WORD) / words))
-        output = np.maximum(1.0, np.ceil((l2 // _OUTPUT_BYTES_PER_WORD) / words))
+        output = np.maximum(1.0, np.ceil((l2 // _OUTPUT_BYTES_PER_WORD) / banks))
         split = bit_length(operand - 1)
         brams = cells = np.zeros_like(words)
-        for bits, depth in ((8, np.exp2(split) + operand), (32, output)):
+        for bits, depth, count in ((8, np.exp2(split) + operand, words), (32, output, banks)):
             per_block, side = model.bram_blocks[bits]
             blocks = side * np.ceil(depth / per_block)
             lut_cost, lut_cells = np.full_like(words, np.inf), np.zeros_like(words)
@@ -193,24 +224,25 @@ def l2_memories(model: FpgaModel, l2_bytes: np.ndarray, noc_words: np.ndarray) -
                 lut_cells = np.where(n * cost < lut_cost, n, lut_cells)
                 lut_cost = np.minimum(n * cost, lut_cost)
             in_lutram = lut_cost < blocks * model.bram_cost
-            brams = brams + np.where(in_lutram, 0.0, blocks)
-            cells = cells + np.where(in_lutram, lut_cells, 0.0)
+            brams = brams + count * np.where(in_lutram, 0.0, blocks)
+            cells = cells + count * np.where(in_lutram, lut_cells, 0.0)
         unlimited = np.isinf(words)
-        return {"row_bits": np.where(unlimited, 0.0, split), "brams": np.where(unlimited, np.inf, words * brams),
-                "lutram_cells": np.where(unlimited, 0.0, words * cells)}
+        return {"row_bits": np.where(unlimited, 0.0, split), "output_banks": np.where(unlimited, np.inf, banks),
+                "brams": np.where(unlimited, np.inf, brams), "lutram_cells": np.where(unlimited, 0.0, cells)}
 
 
 # --- the estimate -----------------------------------------------------------------------------------
 
-def _linear(c: Mapping[str, Any], pes: Any, lanes: Any, words: Any, row_bits: Any) -> Any:
+def _linear(c: Mapping[str, Any], pes: Any, lanes: Any, words: Any, banks: Any, row_bits: Any) -> Any:
     # (a term whose coefficient is 0 adds 0, not 0 x inf: a resource with no NoC term stays finite
     # at an unlimited NoC width)
     def times(term: str, value: Any) -> Any:
         if isinstance(c[term], np.ndarray):
             return np.where(c[term] == 0, 0.0, c[term] * value)
         return c[term] * value if c[term] else 0.0
-    return (((((c["fixed"] + c["per_pe"] * pes) + c["per_pe_lane"] * (pes * lanes))
-               + times("per_pe_noc_word", pes * words)) + times("per_noc_word", words)) + c["per_l2_row_bit"] * row_bits)
+    return ((((((c["fixed"] + c["per_pe"] * pes) + c["per_pe_lane"] * (pes * lanes))
+                + times("per_pe_noc_word", pes * words)) + times("per_noc_word", words))
+             + times("per_output_bank", banks)) + c["per_l2_row_bit"] * row_bits)
 
 
 def _check_family(family: str) -> bool:
@@ -231,9 +263,11 @@ def estimate(hw: Hardware, target: str = "ecp5", *, family: str, model: FpgaMode
     if not _check_family(family):
         return {k: math.inf for k in FPGA_METRICS}
     words = hw.noc_at(0).bandwidth_words_per_cycle
-    l2 = {k: float(v) for k, v in l2_memories(model, np.asarray(hw.l2_bytes), np.asarray(words)).items()}
+    run = drain_run(family, hw.num_pes, words)
+    l2 = {k: float(v) for k, v in l2_memories(model, np.asarray(hw.l2_bytes), np.asarray(words), run).items()}
     c = model.coefficients[family]
-    linear = {r: _linear(c[r], hw.num_pes, hw.simd_lanes, words, l2["row_bits"]) for r in RESOURCES}
+    linear = {r: _linear(c[r], hw.num_pes, hw.simd_lanes, words, l2["output_banks"], l2["row_bits"])
+              for r in RESOURCES}
     figures = {"luts": linear["lut"] + model.lutram_luts * (linear["lutram"] + l2["lutram_cells"]),
                "ffs": linear["ff"], "dsps": linear["dsp"], "brams": l2["brams"]}
     return {k: float(round(v)) if math.isfinite(v) else v for k, v in figures.items()}
@@ -252,9 +286,10 @@ def estimate_arrays(target: str, families: Sequence[str], family: np.ndarray, nu
     pes = np.asarray(num_pes, dtype=np.float64)
     lanes = np.asarray(simd_lanes, dtype=np.float64)
     words = np.asarray(noc_words, dtype=np.float64)
-    l2 = l2_memories(model, np.asarray(l2_bytes, dtype=np.int64), words)
+    names = np.array([*families, ""])[index]
+    l2 = l2_memories(model, np.asarray(l2_bytes, dtype=np.int64), words, drain_run(names, pes, words))
     with np.errstate(invalid="ignore", over="ignore"):
-        linear = {r: _linear(c[r], pes, lanes, words, l2["row_bits"]) for r in RESOURCES}
+        linear = {r: _linear(c[r], pes, lanes, words, l2["output_banks"], l2["row_bits"]) for r in RESOURCES}
         figures = {"luts": linear["lut"] + model.lutram_luts * (linear["lutram"] + l2["lutram_cells"]),
                    "ffs": linear["ff"], "dsps": linear["dsp"], "brams": l2["brams"]}
         none = index == len(families)

@@ -423,10 +423,10 @@ class Drain:
 
         def lane_of(addr, b):
             return (b - addr[:lg])[:lg] if lg else Const(0, 1)
-        # bank b takes lane (b - address) mod W when that is one of the run's lanes (its write
-        # enable says so; the other banks' words are never written): a rotation of the lanes'
+        # bank b takes lane (b - address) mod V (the banks) when that is one of the run's lanes
+        # (its write enable says so; the other banks' words are never written): a rotation of the lanes'
         # words by the address, whose period is the lanes rounded up to a power of two ``Q``
-        # (a divisor of W), so lg(Q) stages of two-way choices give Q words, bank b taking word
+        # (a divisor of V), so lg(Q) stages of two-way choices give Q words, bank b taking word
         # b mod Q (one word, no rotation, when the drain reads a word a cycle), registered in a
         # kept register of each bank (:func:`.common.pipe`), which sits beside the bank's memory
         # and its adder: the wires across the device run from register to register
@@ -437,8 +437,8 @@ class Drain:
         # addresses a stage before (the address's high part, or one more: Yosys shares the sum
         # and the compares): the sum lies on one side of the wires across the device, the
         # bank's port choice on the other
-        # (the W / Q banks that take the same word share its kept register, a copy for each
-        # READERS_PER_COPY of them: on small's kcp, one word a cycle, 8 copies, not 64)
+        # (the V / Q banks that take the same word share its kept register, a copy for each
+        # READERS_PER_COPY of them: on small's kcp, one word a cycle into 16 banks, 2 copies)
         values_at: dict[tuple[int, int], Signal] = {}
 
         def moved_value(b):

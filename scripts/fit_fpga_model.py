@@ -16,8 +16,9 @@ a rerun only fits.
 
 The fit, per family: the PE's LUTs, FFs, multipliers and LUT RAM against ``[1, lanes, W]`` over
 its distinct PE modules (``W`` only where its PEs change with it); the shared parts' LUTs and FFs
-against each family's ``[1, PEs, W]`` and one L2 row-bit term common to every family (the L2 is
-the same module in all, and each family's fitted alone agrees within the mapping's spread: the
+against each family's ``[1, PEs, W, V]`` (``V`` the output region's banks) and one L2 row-bit
+term common to every family (the L2 is the same module in all, and each family's fitted alone
+agrees within the mapping's spread: the
 file keeps those), over every design at once (numpy ``lstsq``); the shared parts' multipliers
 and LUT RAM counted (the family's median, beside the LUT RAM of small L2 banks); all combined
 into the model's terms and rounded to whole cells.  Block RAMs (and a small bank's LUT RAM) are
@@ -116,7 +117,7 @@ LUTRAM_CELLS = {"ecp5": [{"rows": 16, "bits": 4, "cost": 4}], "ice40": [],
 #: small L2 banks) a SLICEM's four LUT6s; iCE40 has no LUT RAM.
 LUTRAM_LUTS = {"ecp5": 6, "ice40": 0, "xilinx": 4}
 _PE_FEATURES = ("fixed", "lanes", "words")
-_SHARED_FEATURES = ("fixed", "pes", "words")
+_SHARED_FEATURES = ("fixed", "pes", "words", "out_banks")
 #: Resources of whole cells the shared parts have the same number of in nearly every design of a
 #: family (products of configuration registers; no LUT RAM): counted, not fitted.
 _COUNTED = ("dsp", "lutram")
@@ -234,20 +235,21 @@ def measure(designs: tuple[Design, ...], target: str, work: Path, jobs: int) -> 
 
 
 def _features(rows: list[dict], names: tuple[str, ...]) -> np.ndarray:
-    from costmodel.fpga import l2_rows
+    from costmodel.fpga import drain_run, l2_rows, output_banks
     out = []
     for r in rows:
         d = r["design"]
         operand, _ = l2_rows(d["l2_bytes"], d["noc_words"])
+        banks = output_banks(drain_run(d["dataflow"], d["num_pes"], d["noc_words"]), d["l2_bytes"], d["noc_words"])
         values = {"fixed": 1, "lanes": d["simd_lanes"], "pes": d["num_pes"], "words": d["noc_words"],
-                  "row_bits": (operand - 1).bit_length()}
+                  "out_banks": float(banks), "row_bits": (operand - 1).bit_length()}
         out.append([values[n] for n in names])
     return np.array(out, dtype=np.float64)
 
 
 def _shared_fit(rows: list[dict], resource: str, families: tuple[str, ...]) -> tuple[dict[str, np.ndarray], float]:
     """The shared parts' ``resource`` over ``rows`` (designs of ``families``): each family's own
-    ``[1, PEs, W]`` and one row-bit term common to all (columns: the families' blocks side by
+    ``[1, PEs, W, V]`` and one row-bit term common to all (columns: the families' blocks side by
     side, then the row bits)."""
     k = len(_SHARED_FEATURES)
     x = np.zeros((len(rows), k * len(families) + 1))
@@ -293,15 +295,16 @@ def fit(measured: dict[str, dict], target: str) -> tuple[dict, dict, dict]:
                 # the LUT RAM of small L2 banks, which the model counts from their geometry)
                 counts = [r["shared"][resource] - (_l2_lutram_cells(target, r["design"]) if resource == "lutram" else 0)
                           for r in rows]
-                a_sh, b = np.array([np.median(counts), 0.0, 0.0]), 0.0
+                a_sh, b = np.array([np.median(counts), 0.0, 0.0, 0.0]), 0.0
             else:
                 a_sh, b = shared[f], row_bit
                 own, *_ = np.linalg.lstsq(_features(rows, (*_SHARED_FEATURES, "row_bits")),
                                           np.array([r["shared"][resource] for r in rows], float), rcond=None)
                 alone[f][resource] = {t: round(float(v), 1) for t, v in zip(
-                    ("fixed", "per_pe", "per_noc_word", "per_l2_row_bit"), own)}
+                    ("fixed", "per_pe", "per_noc_word", "per_output_bank", "per_l2_row_bit"), own)}
             terms = {"fixed": a_sh[0], "per_pe": a_pe[0] + a_sh[1], "per_pe_lane": a_pe[1],
-                     "per_pe_noc_word": a_pe[2], "per_noc_word": a_sh[2], "per_l2_row_bit": b}
+                     "per_pe_noc_word": a_pe[2], "per_noc_word": a_sh[2], "per_output_bank": a_sh[3],
+                     "per_l2_row_bit": b}
             raw[f][resource] = {k: float(v) for k, v in terms.items()}
             coefficients[f][resource] = {k: int(round(v)) for k, v in terms.items()}
     return _model_doc(target, coefficients), raw, alone
@@ -317,7 +320,9 @@ def _l2_lutram_cells(target: str, d: dict) -> float:
     from costmodel.fpga import l2_memories, model_from_dict
     zero = {r: {} for r in _RESOURCES}
     geometry = model_from_dict({"target": target, "model": _model_doc(target, {f: zero for f in FAMILIES})}, "fit")
-    return float(l2_memories(geometry, np.asarray(d["l2_bytes"]), np.asarray(d["noc_words"]))["lutram_cells"])
+    from costmodel.fpga import drain_run
+    run = drain_run(d["dataflow"], d["num_pes"], d["noc_words"])
+    return float(l2_memories(geometry, np.asarray(d["l2_bytes"]), np.asarray(d["noc_words"]), run)["lutram_cells"])
 
 
 def _predict(model_doc: dict, target: str, d: Design) -> dict:
@@ -392,8 +397,8 @@ def report(measured: dict[str, dict], model_doc: dict, raw: dict, alone: dict, t
                     "counted": f"{' and '.join(_COUNTED)} of the shared parts: the family's median count (LUT RAM "
                                "beside the L2 banks', which their geometry gives)",
                     "combined": "fixed = shared fixed; per_pe = PE fixed + shared per PE; per_pe_lane = PE per "
-                                "lane; per_pe_noc_word = PE per word; per_noc_word, per_l2_row_bit = the shared "
-                                "parts'",
+                                "lane; per_pe_noc_word = PE per word; per_noc_word, per_output_bank, "
+                                "per_l2_row_bit = the shared parts'",
                     "rounding": "each coefficient to a whole number"},
             "refit": f"python scripts/fit_fpga_model.py --target {target}",
             "residuals": {role: _residuals([x for x in every if x["role"] == role]) for role in ("fit", "held_out")},

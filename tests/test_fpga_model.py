@@ -21,11 +21,14 @@ import yaml
 from accelgen import synth
 from accelgen.cli import main
 from costmodel import GEMM, AccelgenError, Conv2D, Model, fpga
+from costmodel.dataflow.spec import resolve_dataflow
 from costmodel.design import Design, load_design
 from costmodel.dse import make_plan, parse_constraint, space_from_dict
 from costmodel.dse.evaluate import VectorEvaluator, metric
 from costmodel.dse.plan import part_constraints
 from costmodel.fpga import FAMILIES, FPGA_METRICS, PARTS, estimate, find_part, load_model
+from costmodel.hardware import builtin_hardware
+from costmodel.hwgen_preset.preset import hwgen_structure, l2_split
 from costmodel.workload import load_workload_yaml, parse_layer_spec
 from hwgen.emit import TOP
 from hwgen.pe import PE_MODULE
@@ -137,20 +140,52 @@ def test_per_layer_dataflows_take_the_largest_family_of_each_kind() -> None:
         assert got[i] == conv + estimate(hw, "ecp5", family="nmk")["luts"]
 
 
-@pytest.mark.parametrize("target, l2_bytes, words, brams, cells", [
+@pytest.mark.parametrize("target, l2_bytes, words, run, brams, cells", [
     # (Yosys on hwgen/ram.py's module alone: an ECP5 keeps an 8-bit bank of up to 128 rows and a
     # 32-bit one of up to 32 in TRELLIS_DPR16X4 cells, a 7-series 320 and 64 in RAM64Ms; the
-    # 7-series case is the fit's designs of W = 8 and 4 KiB, 184 LUT-RAM cells beside the PEs')
-    ("ecp5", 4096, 16, 0, 16 * (8 * 2 + 2 * 8)),     # operand banks 64 + 64 rows, output 32
-    ("ecp5", 8192, 16, 32, 0),                       # 128 + 128 and 64: a tie goes to block RAM
-    ("xilinx", 4096, 8, 0, 8 * (4 * 3 + 1 * 11)),    # 128 + 128 and 64
-    ("xilinx", 8192, 8, 16, 0),                      # 256 + 256 and 128
-    ("ecp5", 32768, 8, 16, 0),                       # the demo network's: 1024 + 1024 and 512
+    # 7-series case is the fit's designs of W = 8 and 4 KiB, 184 LUT-RAM cells beside the PEs.
+    # ``run``: the drain's words a cycle, W of them (xp) for W output banks)
+    ("ecp5", 4096, 16, 16, 0, 16 * (8 * 2 + 2 * 8)),     # operand banks 64 + 64 rows, output 32
+    ("ecp5", 8192, 16, 16, 32, 0),                       # 128 + 128 and 64: a tie goes to block RAM
+    ("xilinx", 4096, 8, 8, 0, 8 * (4 * 3 + 1 * 11)),     # 128 + 128 and 64
+    ("xilinx", 8192, 8, 8, 16, 0),                       # 256 + 256 and 128
+    ("ecp5", 32768, 8, 8, 16, 0),                        # the demo network's: 1024 + 1024 and 512
+    # a drain of one word a cycle: one output bank of 512 rows (a block RAM), the operands' as above
+    ("ecp5", 4096, 16, 1, 1, 16 * 8 * 2),
+    # small's kcp with its L2 cut to 256 KiB (scripts/place_design.py): 64 operand banks of
+    # 1024 + 1024 rows, 16 output banks of 2,048 (four blocks side by side each)
+    ("ecp5", 262144, 64, 1, 64 + 16 * 4, 0),
 ])
-def test_small_l2_banks_are_lut_ram_as_yosys_maps_them(target: str, l2_bytes: int, words: int, brams: int,
+def test_small_l2_banks_are_lut_ram_as_yosys_maps_them(target: str, l2_bytes: int, words: int, run: int, brams: int,
                                                         cells: int) -> None:
-    got = fpga.l2_memories(load_model(target), np.asarray(l2_bytes), np.asarray(words))
+    got = fpga.l2_memories(load_model(target), np.asarray(l2_bytes), np.asarray(words), np.asarray(run))
     assert (float(got["brams"]), float(got["lutram_cells"])) == (brams, cells)
+
+
+def test_output_banks_are_the_generators_for_the_library_templates() -> None:
+    """The model's output banks (the drain's run of the family's library template) equal the
+    structure's (:meth:`HwStructure.output_banks`) over random hardware and layers wide enough to
+    spread ``xp`` over every PE; and every fit and held-out design's."""
+    rng = np.random.default_rng(7)
+    base = builtin_hardware("tiny")
+    cases = []
+    for _ in range(60):
+        pes, w = int(rng.choice([2, 4, 8, 16, 32, 64])), int(2 ** rng.integers(0, 7))
+        l2 = int(2 ** rng.integers(12, 21))
+        family = str(rng.choice(FAMILIES))
+        hw = base.with_overrides(name="r", num_pes=pes, noc_bw=w, l2_bytes=l2, l1_bytes_per_pe=4096)
+        x = int(rng.integers(pes, 2 * pes + 1))
+        layer = parse_layer_spec("gemm:M=%d,N=16,K=16" % x if family == "nmk" else
+                                 "conv2d:K=8,C=4,Y=%d,X=%d,R=3,S=3" % (int(rng.integers(3, 9)), x + 2), name="l")
+        cases.append((family, hw, layer))
+    fit = _fit_script()
+    for d in (*fit.FIT, *fit.CHECKS):
+        cases.append((d.dataflow, fit._hardware(d), parse_layer_spec(d.layers[0], name="l")))
+    for family, hw, layer in cases:
+        s = hwgen_structure(resolve_dataflow(family, layer, hw), layer, hw)
+        words = hw.noc_at(0).bandwidth_words_per_cycle
+        model = fpga.output_banks(fpga.drain_run(family, hw.num_pes, words), hw.l2_bytes, words)
+        assert float(model) == s.output_banks(l2_split(hw)["output"]), (family, hw.num_pes, words, hw.l2_bytes)
 
 
 def test_the_flow_report_estimates_each_accelerator_with_its_family() -> None:

@@ -170,3 +170,27 @@ def test_the_tiles_words_bound_every_l1_candidate_from_below():
         assert l1_bytes(s.l1_words()) == min(needs)
         assert s == candidates[needs.index(min(needs))]
         checked += 1
+
+
+def test_the_output_banks_are_the_fewest_the_drain_and_the_bank_depth_allow():
+    """The output region's banks (``HwStructure.output_banks``): a power of two, no more than
+    ``W``, at least the drain's words a cycle (its run is then one access of each bank), no bank
+    deeper than ``OUTPUT_BANK_ROWS`` unless ``W`` caps them, and no fewer would do."""
+    from costmodel.hwgen_preset.structure import OUTPUT_BANK_ROWS
+    checked = 0
+    rng = random.Random(11)
+    for hw, name, layer, params, df in _rendered(rng):
+        if checked == 300:
+            break
+        try:
+            s = hwgen_structure(df, layer, hw, fit=[layer])
+        except AccelgenError:
+            continue
+        words = rng.choice([1, 7, 512, 2048, 2049, 8192, 65536, 1 << 20])
+        v, w = s.output_banks(words), s.noc_words_per_cycle
+
+        def fits(n):
+            return n >= s.collection_lanes and (-(-words // n) <= OUTPUT_BANK_ROWS or n == w)
+        assert v & (v - 1) == 0 and 1 <= v <= w and fits(v), (name, params, words, v)
+        assert v == 1 or not fits(v // 2), (name, params, words, v)
+        checked += 1
