@@ -227,7 +227,7 @@ def l2_memories(model: FpgaModel, l2_bytes: np.ndarray, noc_words: np.ndarray,
             brams = brams + count * np.where(in_lutram, 0.0, blocks)
             cells = cells + count * np.where(in_lutram, lut_cells, 0.0)
         unlimited = np.isinf(words)
-        return {"row_bits": np.where(unlimited, 0.0, split), "output_banks": np.where(unlimited, np.inf, banks),
+        return {"row_bits": np.where(unlimited, 0.0, split), "output_banks": banks,
                 "brams": np.where(unlimited, np.inf, brams), "lutram_cells": np.where(unlimited, 0.0, cells)}
 
 

@@ -114,7 +114,7 @@ def write_report(rows: list[dict], eff: list[dict], out: Path) -> None:
         "step ends an output tile, and the GEMM, with 64 groups to drain, run with a wider drain "
         "(`pe_drain_words` 2 and 4). The `tiny` rows use the library "
         "defaults. `kcp`'s windows slide along X in L1: after a row's first output, a step loads one new "
-        "column of its 3 rows (6,794 cycles when every window was loaded whole, 3,914 now). With those small "
+        "column of its 3 rows (6,794 cycles when every window was loaded whole, 3,917 now). With those small "
         "tiles `cp` (whose channel loop is innermost, so its windows never slide) and `nmk` stay ingress-bound "
         "on `tiny8` at any NoC width (`-`: a PE takes at most 4 words of a chunk, and every load pays its "
         "latency).",
