@@ -173,8 +173,9 @@ def _harness(ports: Mapping[str, dict], top: str, pins: tuple[str, ...]) -> str:
 PNR_TIMING_EFFORT = ("--placer-heap-timingweight", "20", "--tmg-ripup")
 #: nextpnr's options for a design that fills much of an ECP5 (``small``'s whole top on an
 #: LFE5U-85F, 45 % of its LUTs, ``scripts/place_design.py``): the electrostatic placer, which
-#: spreads the design over the device (the analytic one packed it into two thirds of it, and
-#: router2 did not converge there), and no timing-driven rip-up (with it router2 reached no
+#: spreads the design over the device (on 612721f the analytic one packed it into two thirds of
+#: it, and router2 did not converge there; on 834a0da, 27 % smaller, the analytic placement
+#: routed better: docs/fpga.md), and no timing-driven rip-up (with it router2 reached no
 #: overused wire but went on ripping up timing-failing nets, or climbed back).
 PNR_DENSE = ("--placer", "static")
 

@@ -321,10 +321,9 @@ def _model_doc(target: str, coefficients: dict) -> dict:
 
 def _l2_lutram_cells(target: str, d: dict) -> float:
     """The LUT-RAM cells of a design's L2 banks (small banks: :func:`costmodel.fpga.l2_memories`)."""
-    from costmodel.fpga import l2_memories, model_from_dict
+    from costmodel.fpga import drain_run, l2_memories, model_from_dict
     zero = {r: {} for r in _RESOURCES}
     geometry = model_from_dict({"target": target, "model": _model_doc(target, {f: zero for f in FAMILIES})}, "fit")
-    from costmodel.fpga import drain_run
     run = drain_run(d["dataflow"], d["num_pes"], d["noc_words"])
     return float(l2_memories(geometry, np.asarray(d["l2_bytes"]), np.asarray(d["noc_words"]), run)["lutram_cells"])
 
