@@ -172,11 +172,15 @@ def _harness(ports: Mapping[str, dict], top: str, pins: tuple[str, ...]) -> str:
 #: defaults gave 91.8-101.6 MHz, these 100.9-108.8, in about the same time.
 PNR_TIMING_EFFORT = ("--placer-heap-timingweight", "20", "--tmg-ripup")
 #: nextpnr's options for a design that fills much of an ECP5 (``small``'s whole top on an
-#: LFE5U-85F, 45 % of its LUTs, ``scripts/place_design.py``): the electrostatic placer, which
-#: spreads the design over the device (on 612721f the analytic one packed it into two thirds of
-#: it, and router2 did not converge there; on 834a0da, 27 % smaller, the analytic placement
-#: routed better: docs/fpga.md), and no timing-driven rip-up (with it router2 reached no
-#: overused wire but went on ripping up timing-failing nets, or climbed back).
+#: LFE5U-85F, ``scripts/place_design.py``): the analytic placer weighing timing as
+#: :data:`PNR_TIMING_EFFORT` does, and no timing-driven rip-up (with it router2 reached no
+#: overused wire on small's 834a0da placement, then went on ripping up timing-failing nets for
+#: 290 iterations; without it, it routed in 5 minutes: docs/fpga.md).
+PNR_HEAP = ("--placer-heap-timingweight", "20")
+#: The electrostatic placer, which spreads the design over the device, and no rip-up: on
+#: 612721f (small 27 % larger) the analytic placer packed small into two thirds of the device
+#: and router2 did not converge there; this placement routed.  On 834a0da the analytic one
+#: routed better (:data:`PNR_HEAP`).
 PNR_DENSE = ("--placer", "static")
 
 
@@ -201,7 +205,7 @@ def nextpnr_args(target: str, device: str, constraints_file: str, freq_mhz: floa
                  effort: Sequence[str] = PNR_TIMING_EFFORT) -> list[str]:
     """nextpnr's options for a design timed against ``freq_mhz`` (what it achieves is reported,
     not refused), only the clock's pin constrained, router2 and ``effort`` (by default
-    :data:`PNR_TIMING_EFFORT`; :data:`PNR_DENSE` for a design that fills much of the device).
+    :data:`PNR_TIMING_EFFORT`; :data:`PNR_HEAP` or :data:`PNR_DENSE` for a design that fills much of the device).
     (nextpnr keeps its settings in the placed netlist: routing a placement takes the placement's.)"""
     kind = "pcf" if target == "ice40" else "lpf"
     return [f"--{device}", "--package", DEVICES[target][device].package, f"--{kind}", constraints_file,

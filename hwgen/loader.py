@@ -28,6 +28,26 @@ from .l2 import L2
 __all__ = ["Loader", "tensor_ingress"]
 
 
+#: Lanes whose rotation choices share a kept copy of the rotation's amount
+ROTATION_WORDS_PER_COPY = 4
+
+
+def rotation_halves(stages: int) -> tuple[list[int], list[int]]:
+    """The rotation's ``stages`` (stage k moves a word 2^k lanes) in two halves with a register
+    between them, the longer half first, each half's sum of moves as even as greedy placement of
+    the largest first makes it: lanes lie in NoC order across the device, so a move's wires are as
+    long as the move, and the halves' moves in series bound each cycle (on a 64-word NoC: moves
+    32, 2 and 1, then 16, 8 and 4, where 1, 2, 4 then 8, 16, 32 put 56 lanes of wire in one
+    cycle).  Rotations by parts add up in any order, so any split is the same rotation."""
+    sizes = [(stages + 1) // 2, stages // 2]
+    halves: list[list[int]] = [[], []]
+    for k in reversed(range(stages)):
+        open_ = [h for h in (0, 1) if len(halves[h]) < sizes[h]]
+        h = min(open_, key=lambda h: (sum(1 << j for j in halves[h]), h))
+        halves[h].append(k)
+    return halves[0], halves[1]
+
+
 def tensor_ingress(s: HwStructure) -> dict[str, Ingress]:
     """The input's and the weight's :class:`Ingress` (the PEs' banks: a window's are its columns)."""
     return {name: ingress(s, name) for name in ("input", "weight")}
@@ -450,18 +470,20 @@ class Loader:
         # register, which the reset clears, says so)
         banked = [registered(m, l2.operands[b][0].data, f"noc_banked{b}", 8, reset_less=True) for b in range(W)]
         # lane j takes bank (address + j) mod W: the banks' words rotated (common.rotate).  The
-        # choices' input (the address's low bits) in kept copies, one for each eight banks and
-        # eight lanes (and again for the second half): one register would drive 64 lanes of
-        # bytes' choices, ~4,000 LUT inputs a bit
+        # choices' input (the address's low bits) in kept copies, one for each
+        # ROTATION_WORDS_PER_COPY lanes (and again for the second half): one register would
+        # drive 64 lanes of bytes' choices, ~4,000 LUT inputs a bit, and a copy for eight lanes
+        # had 10.5 ns of wires to its choices on small (docs/fpga.md)
         lane_data = Signal(8 * W, name="lane_data", reset_less=True)
         lg_w = (W - 1).bit_length()
-        sel = Copies(W, lambda i: pipe(m, addr_d[:max(1, lg_w)], f"lane_sel_d{2 + split}_{i}"))
+        sel = [pipe(m, addr_d[:max(1, lg_w)], f"lane_sel_d{2 + split}_{i}")
+               for i in range(max(1, W // ROTATION_WORDS_PER_COPY))]
         if split:
-            half = (lg_w + 1) // 2
-            mid = rotate(m, banked, [c[:lg_w] for c in sel], "lane_rot", 8, stages=range(half))
+            first, second = rotation_halves(lg_w)
+            mid = rotate(m, banked, [c[:lg_w] for c in sel], "lane_rot", 8, stages=first)
             mid = [registered(m, w, f"lane_mid{j}", 8, reset_less=True) for j, w in enumerate(mid)]
             sel2 = [pipe(m, c[:lg_w], f"lane_sel_d{3 + split}_{i}") for i, c in enumerate(sel)]
-            m.d.sync += lane_data.eq(Cat(*rotate(m, mid, sel2, "lane_rot", 8, stages=range(half, lg_w))))
+            m.d.sync += lane_data.eq(Cat(*rotate(m, mid, sel2, "lane_rot", 8, stages=second)))
         else:
             m.d.sync += lane_data.eq(Cat(*rotate(m, banked, [c[:lg_w] for c in sel], "lane_rot", 8)))
         # Busy next cycle, a register: a box taken at the next go (the shift now), an issue

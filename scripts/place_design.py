@@ -13,10 +13,10 @@ Verilog), ``netlist.json`` (``synth_ecp5``), ``placed.json`` (nextpnr with ``--n
 ``sta.txt``, the worst path of each group of late endpoints by ``scripts/placed_sta.py``, and its
 first line printed), ``routed.json`` and ``report.json`` with ``--route`` (router2, from the
 placement; nextpnr's Fmax printed).  nextpnr runs with the flags ``accelgen.pnr`` uses for
-``rtl_fmax_mhz`` (only the clock's pin constrained) and, by default, ``--effort dense``
-(:data:`accelgen.pnr.PNR_DENSE`: the electrostatic placer, no timing-driven rip-up), with which
-``small``'s whole top routes; nextpnr keeps its settings in ``placed.json``, so the routing
-takes the placement's."""
+``rtl_fmax_mhz`` (only the clock's pin constrained) and, by default, ``--effort heap``
+(:data:`accelgen.pnr.PNR_HEAP`: the analytic placer weighing timing, and no timing-driven
+rip-up in routing), with which ``small``'s whole top routes best (docs/fpga.md); nextpnr keeps
+its settings in ``placed.json``, so the routing takes the placement's."""
 
 from __future__ import annotations
 
@@ -33,8 +33,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from costmodel.base import AccelgenError  # noqa: E402
-from accelgen.pnr import (PNR_DENSE, PNR_TIMING_EFFORT, constraints, nextpnr, nextpnr_args,  # noqa: E402
+from accelgen.pnr import (PNR_DENSE, PNR_HEAP, PNR_TIMING_EFFORT, constraints, nextpnr, nextpnr_args,  # noqa: E402
                           nextpnr_missing, yosys_script)
+
+EFFORTS = {"heap": PNR_HEAP, "dense": PNR_DENSE, "timing": PNR_TIMING_EFFORT}
 
 
 def _stage(what: str, out: Path, cmd: list[str], cwd: Path, log: str) -> None:
@@ -59,10 +61,11 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="85k", help="nextpnr-ecp5's device flag (default: 85k)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--route", action="store_true", help="route the placement too (router2)")
-    parser.add_argument("--effort", choices=("dense", "timing"), default="dense",
-                        help="nextpnr's options: 'dense' (the electrostatic placer, no timing-driven rip-up: "
-                             "what routes small's whole top; accelgen.pnr.PNR_DENSE) or 'timing' (the analytic "
-                             "placer and timing-driven rip-up, as make bench places tiny; PNR_TIMING_EFFORT)")
+    parser.add_argument("--effort", choices=tuple(EFFORTS), default="heap",
+                        help="nextpnr's options: 'heap' (the analytic placer weighing timing, no timing-driven "
+                             "rip-up: what routes small's whole top best; accelgen.pnr.PNR_HEAP), 'dense' (the "
+                             "electrostatic placer, no rip-up; PNR_DENSE) or 'timing' (the analytic placer and "
+                             "timing-driven rip-up, as make bench places tiny; PNR_TIMING_EFFORT)")
     parser.add_argument("--nextpnr-args", default="", metavar="ARGS",
                         help="more nextpnr options for placement and routing, one string "
                              "(e.g. \"--placer-heap-beta 0.7\")")
@@ -108,7 +111,7 @@ def _run(args) -> int:
     lpf, text = constraints("ecp5", args.device)
     (out / lpf).write_text(text)
     tool = nextpnr("ecp5")
-    effort = PNR_DENSE if args.effort == "dense" else PNR_TIMING_EFFORT
+    effort = EFFORTS[args.effort]
     common = nextpnr_args("ecp5", args.device, lpf, 100, args.seed, effort) + shlex.split(args.nextpnr_args)
     if not (out / "placed.json").exists():
         _stage("nextpnr placement", out, [tool, "--json", "netlist.json", *common, "--no-route",
