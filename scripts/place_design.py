@@ -12,7 +12,8 @@ run goes on where it stopped; remove the folder to start over): ``design/`` (the
 Verilog), ``netlist.json`` (``synth_ecp5``), ``placed.json`` (nextpnr with ``--no-route``; then
 ``sta.txt``, the worst path of each group of late endpoints by ``scripts/placed_sta.py``, and its
 first line printed), ``routed.json`` and ``report.json`` with ``--route`` (router2, from the
-placement; nextpnr's Fmax printed).  nextpnr runs with the flags ``accelgen.pnr`` uses for
+placement; nextpnr's Fmax printed; then ``routed_sta.txt``, the same list with the routed
+wires' delays).  nextpnr runs with the flags ``accelgen.pnr`` uses for
 ``rtl_fmax_mhz`` (only the clock's pin constrained) and, by default, ``--effort heap``
 (:data:`accelgen.pnr.PNR_HEAP`: the analytic placer weighing timing, and no timing-driven
 rip-up in routing), with which ``small``'s whole top routes best (docs/fpga.md); nextpnr keeps
@@ -118,21 +119,31 @@ def _run(args) -> int:
                                           "--write", "placed.partial.json"], out, "place.log")
         (out / "placed.partial.json").rename(out / "placed.json")
     if not (out / "sta.txt").exists():
-        sta = subprocess.run([sys.executable, str(ROOT / "scripts" / "placed_sta.py"), "placed.json", "--groups", "40"],
-                             cwd=out, capture_output=True, text=True, check=False)
-        if sta.returncode != 0:
-            raise AccelgenError(f"placed_sta.py failed: {(sta.stderr.strip().splitlines() or ['no output'])[-1]}")
-        (out / "sta.txt").write_text(sta.stdout)
+        _sta(out, "placed.json", "sta.txt")
     print(f"place_design: placed: {(out / 'sta.txt').read_text().splitlines()[0]} (rough: scripts/placed_sta.py)")
     if args.route and not (out / "report.json").exists():
         _stage("nextpnr routing (router2)", out, [tool, "--json", "placed.json", *common, "--no-place",
-                                                  "--report", "report.partial.json", "--write", "routed.json"],
+                                                  "--report", "report.partial.json", "--detailed-timing-report",
+                                                  "--write", "routed.json"],
                out, "route.log")
         (out / "report.partial.json").rename(out / "report.json")
     if (out / "report.json").exists():
         fmax = json.loads((out / "report.json").read_text()).get("fmax", {})
         print("place_design: routed: " + ", ".join(f"{k} {v.get('achieved', 0):.1f} MHz" for k, v in fmax.items()))
+        if not (out / "routed_sta.txt").exists():
+            _sta(out, "routed.json", "routed_sta.txt", "--report", "report.json")
+        print(f"place_design: routed: {(out / 'routed_sta.txt').read_text().splitlines()[0]} "
+              "(scripts/placed_sta.py with the routed delays)")
     return 0
+
+
+def _sta(out: Path, netlist: str, to: str, *more: str) -> None:
+    """``scripts/placed_sta.py`` on ``netlist`` in ``out``, its list written to ``to``."""
+    sta = subprocess.run([sys.executable, str(ROOT / "scripts" / "placed_sta.py"), netlist, "--groups", "40", *more],
+                         cwd=out, capture_output=True, text=True, check=False)
+    if sta.returncode != 0:
+        raise AccelgenError(f"placed_sta.py failed: {(sta.stderr.strip().splitlines() or ['no output'])[-1]}")
+    (out / to).write_text(sta.stdout)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ too large to route in a session (``small`` on an LFE5U-85F): nextpnr prints crit
 after routing, and this lists the worst path of every group of endpoints from a placement alone.
 
     nextpnr-ecp5 ... --no-route --write placed.json
-    python scripts/placed_sta.py placed.json [--groups N] [--period NS]
+    python scripts/placed_sta.py placed.json [--groups N] [--period NS] [--report report.json]
 
 Delays are nextpnr's ECP5 figures as its routed reports give them (LUT 0.24 ns, carry 0.45 ns,
 FF clock-to-Q 0.53 ns, block RAM clock-to-output without its output register 5.6 ns); a wire's
@@ -12,7 +12,11 @@ delay is fitted on distance from the routed arcs of ``tiny``'s critical paths: 0
 for the first 40 tiles of Manhattan distance d, 0.03 ns a tile beyond.  On tiny's routed
 placements it comes within 0-5 % of nextpnr's routed figure (pessimistic); congestion in a full
 device can make real wires longer.  Paths from and to the ports are left out (nextpnr times them
-as ``<async>``)."""
+as ``<async>``).
+
+After routing, ``--report report.json`` (nextpnr's ``--report`` with ``--detailed-timing-report``)
+takes every wire's routed delay from it, so the list is of the routed design's late endpoints,
+where nextpnr reports only the worst path of each clock."""
 
 from __future__ import annotations
 
@@ -58,7 +62,17 @@ def is_endpoint(cell: dict, port: str) -> bool:
             and not port.startswith("CLK")) or (t == "TRELLIS_COMB" and port[:3] in ("WAD", "WD", "WRE", "DI0", "DI1")))
 
 
-def analyse(doc: dict):
+def routed_delays(report: dict) -> dict:
+    """Each routed arc's delay, by its sink (cell, port), from nextpnr's ``--report`` written
+    with ``--detailed-timing-report``."""
+    return {(e["cell"], e["port"]): e["delay"] for n in report.get("detailed_net_timings", [])
+            for e in n.get("endpoints", [])}
+
+
+def analyse(doc: dict, routed: dict | None = None):
+    """The endpoints, latest first, and a function giving the path to one; wires' delays from
+    ``routed`` (:func:`routed_delays`) where it has them, else estimated from the placement."""
+    routed = routed or {}
     m = next(iter(doc["modules"].values()))
     cells = m["cells"]
     loc = {}
@@ -76,6 +90,10 @@ def analyse(doc: dict):
             if isinstance(b, int) and (b not in net or len(name) < len(net[b])):
                 net[b] = name
     memo: dict = {}
+
+    def wire(bit, sink: str, port: str) -> float:
+        got = routed.get((sink, port))
+        return got if got is not None else wire_delay(loc[driver[bit][0]], loc[sink], port)
 
     def arrival(bit):
         """The latest arrival at net ``bit``'s driver output, and the input it came through."""
@@ -95,7 +113,7 @@ def analyse(doc: dict):
                     for o, delay in comb_arcs(c, port):
                         a = arrival(b) if o == out and not isinstance(b, str) else None
                         if a is not None:
-                            t = a + wire_delay(loc[driver[b][0]], loc[name], port) + delay
+                            t = a + wire(b, name, port) + delay
                             if best[0] is None or t > best[0]:
                                 best = (t, b)
         memo[bit] = best
@@ -110,7 +128,7 @@ def analyse(doc: dict):
                 a = None if isinstance(b, str) else arrival(b)
                 if a is not None:
                     setup = 0.424 if port == "LSR" else 0.0
-                    ends.append((a + wire_delay(loc[driver[b][0]], loc[name], port) + setup, name, port, b))
+                    ends.append((a + wire(b, name, port) + setup, name, port, b))
     ends.sort(reverse=True)
 
     def path(bit):
@@ -128,17 +146,31 @@ def main(argv=None) -> int:
     parser.add_argument("placed", help="nextpnr-ecp5's --write JSON (placed, or placed and routed)")
     parser.add_argument("--groups", type=int, default=30, help="endpoint groups to show (default 30)")
     parser.add_argument("--period", type=float, default=10.0, help="the clock period, ns (default 10)")
+    parser.add_argument("--report", help="nextpnr's --report of the routed design, written with "
+                                         "--detailed-timing-report: its wires' routed delays instead of estimates")
     args = parser.parse_args(argv)
-    try:
-        with open(args.placed) as f:
-            doc = json.load(f)
-    except (OSError, ValueError) as exc:
-        print(f"placed_sta: {args.placed}: {exc}", file=sys.stderr)
-        return 2
+    routed = None
+    for path, what in ((args.placed, "placed"), (args.report, "report")):
+        if path is None:
+            continue
+        try:
+            with open(path) as f:
+                got = json.load(f)
+        except (OSError, ValueError) as exc:
+            print(f"placed_sta: {path}: {exc}", file=sys.stderr)
+            return 2
+        if what == "placed":
+            doc = got
+        else:
+            routed = routed_delays(got)
+            if not routed:
+                print(f"placed_sta: {path}: no detailed_net_timings (nextpnr's --detailed-timing-report "
+                      "with routing)", file=sys.stderr)
+                return 2
     sys.setrecursionlimit(1_000_000)
     threading.stack_size(512 * 1024 * 1024)      # (the recursion follows the longest logic path)
     out = {}
-    worker = threading.Thread(target=lambda: out.update(result=analyse(doc)))
+    worker = threading.Thread(target=lambda: out.update(result=analyse(doc, routed)))
     worker.start()
     worker.join()
     ends, path, loc = out["result"]
