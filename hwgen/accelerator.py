@@ -17,7 +17,7 @@ from amaranth.lib.wiring import In, Out
 from costmodel.hwgen_preset.rules import LOOP_DIMS, host_offset_bits, input_span, l2_address_bits
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, by_stride, pipe, registered, span, wire
+from .common import COORD, by_stride, fanout, pipe, registered, span, wire
 from .compute import ORDER, PES_PER_OPERAND_COPY, Compute
 from .controller import Controller
 from .drain import Drain
@@ -111,6 +111,12 @@ class _PerClass:
         descriptor is in time: the captures come four cycles after the loader's issues)."""
         return self._once(("to_pes", name), lambda: registered(self.m, value, f"{name}_pes"))
 
+    def _to_all_pes(self, value, name: str, u0: int, u1: int):
+        """:meth:`_to_pes` for a value every PE reads: the register in copies for groups of PEs
+        (:func:`.common.fanout`), PE (``u0``, ``u1``)'s copy."""
+        return self._once(("to_all_pes", name), lambda: fanout(self.m, value, f"{name}_pes", self.s.num_pes)).of(
+            self._pe(u0, u1))
+
     def _unit_key(self, dims, u0: int, u1: int) -> tuple[int, int]:
         s = self.s
         return (u0 if s.spatial[0] in dims else 0, u1 if s.spatial[1] in dims else 0)
@@ -177,15 +183,22 @@ class _PerClass:
     def _we(self, name: str, u0: int, u1: int):
         """The chunk on the lanes is one of ``name`` that the PE takes (its phase, with more
         classes than lanes): once per phase."""
-        ing, W, ch = self.ingress[name], self.s.noc_words_per_cycle, self.loader.chunk
+        ing, W = self.ingress[name], self.s.noc_words_per_cycle
         phase = self._class(name, u0, u1) // W if ing.classes > W else None
+        chunks = self.loader.chunk
+        copy = self._pe(u0, u1) * len(chunks) // chunks.count        # (the PE's copy of the chunk's registers)
+        ch = chunks[copy]
 
         def make():
             ok = ch["valid"] & (ch["weight"] if name == "weight" else ~ch["weight"])
             if phase is not None:
                 ok = ok & (ch["phase"] == phase)
-            return wire(self.m, ok, f"ld_we_{name}_{phase}")
-        return self._once(("we", name, phase), make)
+            return wire(self.m, ok, f"ld_we_{name}_{phase}_{copy}")
+        return self._once(("we", name, phase, copy), make)
+
+    def _pe(self, u0: int, u1: int) -> int:
+        """The PE's index (for its copies of a broadcast register: :class:`.common.Copies`)."""
+        return u0 * self.s.n1 + u1
 
     def _rows(self, u0: int, u1: int):
         """The L1 row and write enable of the input for the PE's class when the input is spread
@@ -248,17 +261,17 @@ class _PerClass:
         """One PE's ports."""
         m, ctl, loader, compute = self.m, self.ctl, self.loader, self.compute
         ld = ctl.ld
-        ch = loader.chunk
+        ch = loader.chunk.of(self._pe(u0, u1))
         m.d.comb += [
             pe.in_taps.eq(self._taps("input", u0, u1)), pe.w_taps.eq(self._taps("weight", u0, u1)),
             pe.ld_we_w.eq(self._we("weight", u0, u1)), pe.ld_count.eq(ch["count"]),
-            pe.ld_bank_in.eq(self._to_pes(ld.bank_in, "ld_bank_in")), pe.ld_bank_w.eq(self._to_pes(ld.bank_w, "ld_bank_w")),
-            pe.mac_en.eq(compute.issue_r & self._inside(u0, u1)),
-            pe.rd_on.eq(compute.rd_on), pe.ps_addr.eq(compute.ps_addr),
-            pe.cp_bank_ps.eq(compute.banks["bank_ps"]),
+            pe.ld_bank_in.eq(self._to_all_pes(ld.bank_in, "ld_bank_in", u0, u1)),
+            pe.ld_bank_w.eq(self._to_all_pes(ld.bank_w, "ld_bank_w", u0, u1)),
         ]
-        ops = compute.operands((u0 * self.s.n1 + u1) // PES_PER_OPERAND_COPY)
-        m.d.comb += [pe.cp_bank_in.eq(ops["bank_in"]), pe.cp_bank_w.eq(ops["bank_w"])]
+        ops = compute.operands(self._pe(u0, u1) // PES_PER_OPERAND_COPY)
+        m.d.comb += [pe.cp_bank_in.eq(ops["bank_in"]), pe.cp_bank_w.eq(ops["bank_w"]),
+                     pe.mac_en.eq(ops["issue"] & self._inside(u0, u1)), pe.rd_on.eq(ops["rd_on"]),
+                     pe.ps_addr.eq(ops["ps_addr"]), pe.cp_bank_ps.eq(ops["bank_ps"])]
         if self.ingress["input"].window_y:
             we_in, row_in = self._rows(u0, u1)
             m.d.comb += [pe.ld_we_in.eq(we_in), pe.ld_row.eq(Mux(ch["weight"], ch["row"], row_in))]

@@ -11,7 +11,7 @@ import operator
 
 from dataclasses import dataclass, field
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Array, Cat, Const, Module, Mux, ResetSignal, Signal, Value
 
 from costmodel.hwgen_preset.rules import TIMING, l1_input_fields, l1_shape, l1_words, slide_extent
 from costmodel.hwgen_preset.structure import HwStructure
@@ -185,7 +185,8 @@ class Compute:
         def bcast(value, name):
             return registered(m, value, name)
         issue_r = bcast(mv["issue"], "c_issue_r")
-        raw = {"rd_in": rd_in, "rd_w": rd_w, "bank_in": cp.bank_in, "bank_w": cp.bank_w}
+        raw = {"rd_in": rd_in, "rd_w": rd_w, "bank_in": cp.bank_in, "bank_w": cp.bank_w, "issue": mv["issue"],
+               "rd_on": rd_on, "ps_addr": ps_addr, "bank_ps": cp.bank_ps}
         banks = {name: bcast(getattr(cp, name), f"cp_{name}_r") for name in ("bank_in", "bank_w", "bank_ps")}
         rd_in = [bcast(a, f"rd_in{j}_r") for j, a in enumerate(rd_in)]
         rd_w = [bcast(a, f"rd_w{j}_r") for j, a in enumerate(rd_w)]
@@ -195,20 +196,25 @@ class Compute:
         return compute
 
     def operands(self, group: int) -> dict:
-        """The operand addresses and banks broadcast to group ``group`` of the PEs
+        """The operand addresses and banks, the issue, the lanes' filter flags and the partial
+        sum's address and bank broadcast to group ``group`` of the PEs
         (:data:`PES_PER_OPERAND_COPY` of them): group 0 has the registers above, every other its
         own kept copy of them, so each register reaches a few PEs' read copies (each PE keeps a
         copy of the address for each bit it reads, ``hwgen/pe.py``)."""
         if group == 0:
             return {"rd_in": self.rd_in, "rd_w": self.rd_w, "bank_in": self.banks["bank_in"],
-                    "bank_w": self.banks["bank_w"]}
+                    "bank_w": self.banks["bank_w"], "issue": self.issue_r, "rd_on": self.rd_on,
+                    "ps_addr": self.ps_addr, "bank_ps": self.banks["bank_ps"]}
         if group not in self._copies:
             raw, m = self._raw, self._m
             self._copies[group] = {
                 "rd_in": [pipe(m, a, f"rd_in{j}_r_g{group}") for j, a in enumerate(raw["rd_in"])],
                 "rd_w": [pipe(m, a, f"rd_w{j}_r_g{group}") for j, a in enumerate(raw["rd_w"])],
-                "bank_in": pipe(m, raw["bank_in"], f"cp_bank_in_r_g{group}"),
-                "bank_w": pipe(m, raw["bank_w"], f"cp_bank_w_r_g{group}")}
+                **{name: pipe(m, raw[name], f"cp_{name}_r_g{group}") for name in ("bank_in", "bank_w", "bank_ps")},
+                # (the issue, a control bit the reset clears; the addresses are data)
+                "issue": pipe(m, raw["issue"] & ~ResetSignal(), f"c_issue_r_g{group}"),
+                "rd_on": pipe(m, raw["rd_on"], f"rd_on_r_g{group}"),
+                "ps_addr": pipe(m, raw["ps_addr"], f"ps_addr_r_g{group}")}
         return self._copies[group]
 
     @staticmethod

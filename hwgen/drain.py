@@ -19,7 +19,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from costmodel.hwgen_preset.rules import LOOP_DIMS, TIMING, drain_latency, reduction_levels
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, READERS_PER_COPY, NextState, pipe, registered, rotate, wire
+from .common import COORD, READERS_PER_COPY, NextState, fanout, pipe, registered, rotate, wire
 from .controller import Controller, Product
 from .geometry import Geometry
 from .hostbus import HostBus
@@ -166,13 +166,16 @@ class Drain:
         # next cycle is a register too (below)
         OB = max(1, top.l2_words["output"].bit_length())
         rel, k_rel, grp, g0_rel = (Signal(OB, name=n) for n in ("dr_rel", "dr_k_rel", "dr_grp", "dr_g0_rel"))
-        nx = NextState(m, [r for r in (x_end, y_end, k_end, more_groups, g0, g1, d_active, d_tail, left, rel, dx)
-                           if isinstance(r, Signal)])
+        # (and the PEs' L1 address of the run, dr_local below, whose next value its copies take)
+        dr_local = Signal(COORD, name="dr_local")
+        nx = NextState(m, [r for r in (x_end, y_end, k_end, more_groups, g0, g1, d_active, d_tail, left, rel, dx,
+                                       dr_local) if isinstance(r, Signal)])
         y_last = wire(m, x_last & y_end, "y_last")
         k_last = wire(m, y_last & k_end, "k_last")
         # (the run's words: a register of left's next value, not a compare after left, since it
         # goes to every PE and to the drain's own pipeline)
-        length = registered(m, Mux(nx[left] < lanes, nx[left], lanes), "dr_len", range(lanes + 1))
+        length_next = Mux(nx[left] < lanes, nx[left], lanes)
+        length = registered(m, length_next, "dr_len", range(lanes + 1))
         g_flag = {d: Signal(name=f"dr_g_{d}_flag") for d in ("K", "Y", "X")}   # the group's extents' flags
         g_near = {d: Signal(name=f"dr_g_{d}_near") for d in ("K", "Y", "X")}
         # the output address, counted: ``rel`` (the run's first word: from ``base``, the step's
@@ -180,9 +183,11 @@ class Drain:
         # where ``rel`` restarts from ``k_rel`` (the group's row of this k) and ``k_rel`` from
         # ``grp`` (the group's first word; ``g0_rel`` its g0 part).  The strides the counters add
         # are static registers, copied beside them (a multiplier block's output is a wire
-        # across the device)
+        # across the device, and so is the configuration's X: on small, 3.8 ns of it before the
+        # adder into out_addr)
         dydx = g.static_product(D["Y"], D["X"], "out_plane", OB)
-        dim_stride = {"K": pipe(m, dydx, "dr_out_plane", OB), "Y": D["X"][:OB], "X": Const(1, OB)}
+        dim_stride = {"K": pipe(m, dydx, "dr_out_plane", OB), "Y": pipe(m, D["X"][:OB], "dr_out_row", OB),
+                      "X": Const(1, OB)}
 
         def step_start(desc):
             return {n: desc.start[i] for n, i in (("k", 0), ("y", 2), ("x", 3))}
@@ -204,7 +209,7 @@ class Drain:
         # (dk * tY + dy across groups, where dx counts groups), ``loc_k`` its value at dy = dx = 0;
         # dx moves by ``lanes``, so when they divide tX every run starts at a multiple of them
         # (the PE's drain read relies on it: hwgen/pe.py, ``slotted``)
-        dr_local, loc_k = Signal(COORD, name="dr_local"), Signal(COORD, name="dr_loc_k")
+        loc_k = Signal(COORD, name="dr_loc_k")
         row_words, k_words = (t["X"], t["Y"] * t["X"]) if across is None else (1, t["Y"])
 
         def start_group(src):
@@ -336,7 +341,8 @@ class Drain:
                                 groups["more"] if across is not None else mg, oks_stay)]
         final_n = wire(m, Cat(*moved).any(), "dr_final_next")
         run_n = nx[d_active] & ~nx[d_tail]
-        m.d.sync += d_issue.eq(go_d[-2] | run_n)
+        issue_next = go_d[-2] | run_n
+        m.d.sync += d_issue.eq(issue_next)
         # (busy while it waits, and from the cycle before its first issue as a run)
         continues_next = wire(m, functools.reduce(operator.or_, [ctl.go_next["drain"], starts, *go_d[:-2]])
                               | ((go_d[-2] | run_n) & ~final_n), "dr_continues_next")
@@ -359,7 +365,12 @@ class Drain:
             if key not in selects:
                 selects[key] = pipe(m, in_group, name, 1)
             return selects[key]
+        # (what every PE is told, in copies for groups of PEs: .common.fanout)
+        to_pes = {"issue": fanout(m, issue_next, "d_issue", len(pes), clear=True),
+                  "local": fanout(m, nx[dr_local], "dr_local", len(pes)),
+                  "len": fanout(m, length_next, "dr_len", len(pes), length.shape())}
         for u0, u1, pe in pes:
+            near = {k: c.of(u0 * s.n1 + u1) for k, c in to_pes.items()}
             key = (u0 if red0 else 0, u1 if red1 else 0)
             if across is None:
                 in_group = Const(1)
@@ -382,8 +393,8 @@ class Drain:
                 else:
                     in_group_r = group_select(in_group, u - u % lanes, f"dr_in_group_{u0}_{u1}")
                     terms[u % lanes].setdefault(key, []).append(Mux(in_group_r, pe.psum[:32], 0))
-            m.d.comb += [pe.dr_en.eq(d_issue & in_group), pe.dr_bank.eq(dr.bank_ps), pe.dr_addr.eq(dr_local),
-                         pe.dr_len.eq(length if across is None else 1)]
+            m.d.comb += [pe.dr_en.eq(near["issue"] & in_group), pe.dr_bank.eq(dr.bank_ps), pe.dr_addr.eq(near["local"]),
+                         pe.dr_len.eq(near["len"] if across is None else 1)]
 
         def reg(value, name, shape=signed(32), data=True):
             # (the words are data, without reset: L2 is written when the write enables, which

@@ -20,7 +20,7 @@ from costmodel.hwgen_preset.rules import (LOOP_DIMS, ROTATION_SPLIT_WORDS, Ingre
                                          load_latency, slide_extent)
 from costmodel.hwgen_preset.structure import HwStructure
 
-from .common import COORD, Copies, NextState, by_stride, kept_copy, pipe, registered, rotate, span, wire
+from .common import COORD, Copies, NextState, by_stride, fanout, kept_copy, pipe, registered, rotate, span, wire
 from .controller import Controller, Product
 from .geometry import Geometry
 from .l2 import L2
@@ -32,22 +32,6 @@ __all__ = ["Loader", "tensor_ingress"]
 ROTATION_WORDS_PER_COPY = 4
 
 
-def rotation_halves(stages: int) -> tuple[list[int], list[int]]:
-    """The rotation's ``stages`` (stage k moves a word 2^k lanes) in two halves with a register
-    between them, the longer half first, each half's sum of moves as even as greedy placement of
-    the largest first makes it: lanes lie in NoC order across the device, so a move's wires are as
-    long as the move, and the halves' moves in series bound each cycle (on a 64-word NoC: moves
-    32, 2 and 1, then 16, 8 and 4, where 1, 2, 4 then 8, 16, 32 put 56 lanes of wire in one
-    cycle).  Rotations by parts add up in any order, so any split is the same rotation."""
-    sizes = [(stages + 1) // 2, stages // 2]
-    halves: list[list[int]] = [[], []]
-    for k in reversed(range(stages)):
-        open_ = [h for h in (0, 1) if len(halves[h]) < sizes[h]]
-        h = min(open_, key=lambda h: (sum(1 << j for j in halves[h]), h))
-        halves[h].append(k)
-    return halves[0], halves[1]
-
-
 def tensor_ingress(s: HwStructure) -> dict[str, Ingress]:
     """The input's and the weight's :class:`Ingress` (the PEs' banks: a window's are its columns)."""
     return {name: ingress(s, name) for name in ("input", "weight")}
@@ -57,7 +41,8 @@ def tensor_ingress(s: HwStructure) -> dict[str, Ingress]:
 class Loader:
     continues: Signal       # still busy next cycle (an issue is followed by its write, 4 or 5 cycles later)
     lane_data: Signal       # W words, lane j in bits [8j, 8j+8) (each PE registers them at its input)
-    chunk: dict             # what the PEs are told with the lanes (registers of the same cycle):
+    chunk: Copies           # what the PEs are told with the lanes (registers of the same cycle,
+    #                         in copies for groups of PEs: ``chunk.of(pe)``):
     #                         "valid", "weight" (0 input, 1 weight), "row" (the L1 row the chunk's
     #                         words go to), "count" (words of each class's tile in it, 1 .. P),
     #                         "phase" (with more classes than lanes: which W of them it carries)
@@ -454,8 +439,12 @@ class Loader:
         count = wire(m, Mux(rem_r < take, rem_r, take), "l_count", range(W + 1))     # (a window's: its lanes)
         now = {"valid": issuing, "weight": l_weight, "row": row_r, "count": count, "phase": ph_r, "y": y_r}
         delayed = [now]
-        for k in range(1, stages):
+        for k in range(1, stages - 1):
             delayed.append({key: registered(m, v, f"lane_{key}_d{k}") for key, v in delayed[-1].items()})
+        # (the last stage, which the PEs register at their inputs, in copies for groups of PEs)
+        to_pes = {key: fanout(m, v, f"lane_{key}_d{stages - 1}", s.num_pes, clear=key == "valid")
+                  for key, v in delayed[-1].items() if key != "y"}
+        chunk = Copies(s.num_pes, lambda i: {key: c[i] for key, c in to_pes.items()})
         early = delayed[stages - 3]
         early_len = registered(m, Mux(early["valid"] & ~early["weight"], early["count"], 0),
                                f"lane_len_d{stages - 2}", 8) if window else Const(0, 8)
@@ -479,11 +468,11 @@ class Loader:
         sel = [pipe(m, addr_d[:max(1, lg_w)], f"lane_sel_d{2 + split}_{i}")
                for i in range(max(1, W // ROTATION_WORDS_PER_COPY))]
         if split:
-            first, second = rotation_halves(lg_w)
-            mid = rotate(m, banked, [c[:lg_w] for c in sel], "lane_rot", 8, stages=first)
+            half = (lg_w + 1) // 2
+            mid = rotate(m, banked, [c[:lg_w] for c in sel], "lane_rot", 8, stages=range(half))
             mid = [registered(m, w, f"lane_mid{j}", 8, reset_less=True) for j, w in enumerate(mid)]
             sel2 = [pipe(m, c[:lg_w], f"lane_sel_d{3 + split}_{i}") for i, c in enumerate(sel)]
-            m.d.sync += lane_data.eq(Cat(*rotate(m, mid, sel2, "lane_rot", 8, stages=second)))
+            m.d.sync += lane_data.eq(Cat(*rotate(m, mid, sel2, "lane_rot", 8, stages=range(half, lg_w))))
         else:
             m.d.sync += lane_data.eq(Cat(*rotate(m, banked, [c[:lg_w] for c in sel], "lane_rot", 8)))
         # Busy next cycle, a register: a box taken at the next go (the shift now), an issue
@@ -493,7 +482,7 @@ class Loader:
         # continues_next goes to the controller's copies across the device)
         issues_next = starts_load | (issuing & ~last_issue)
         continues_next = wire(m, ctl.go_next["load"] | issues_next | issuing
-                              | Cat(*[d["valid"] for d in delayed[1:-1]]).any(), "l_continues_next")
-        loader = cls(registered(m, continues_next, "l_continues"), lane_data, delayed[-1], delayed[-2], early_len, col)
+                              | Cat(*[d["valid"] for d in delayed[1:]]).any(), "l_continues_next")
+        loader = cls(registered(m, continues_next, "l_continues"), lane_data, chunk, delayed[-1], early_len, col)
         loader.continues_next = continues_next      # (for the controller's copies of the register)
         return loader

@@ -15,8 +15,8 @@ device can make real wires longer.  Paths from and to the ports are left out (ne
 as ``<async>``).
 
 After routing, ``--report report.json`` (nextpnr's ``--report`` with ``--detailed-timing-report``)
-takes every wire's routed delay from it, so the list is of the routed design's late endpoints,
-where nextpnr reports only the worst path of each clock."""
+takes every wire's routed delay from it (each sink's arrival less its driver's), so the list is
+of the routed design's late endpoints, where nextpnr reports only the worst path of each clock."""
 
 from __future__ import annotations
 
@@ -62,16 +62,19 @@ def is_endpoint(cell: dict, port: str) -> bool:
             and not port.startswith("CLK")) or (t == "TRELLIS_COMB" and port[:3] in ("WAD", "WD", "WRE", "DI0", "DI1")))
 
 
-def routed_delays(report: dict) -> dict:
-    """Each routed arc's delay, by its sink (cell, port), from nextpnr's ``--report`` written
-    with ``--detailed-timing-report``."""
-    return {(e["cell"], e["port"]): e["delay"] for n in report.get("detailed_net_timings", [])
-            for e in n.get("endpoints", [])}
+def routed_arrivals(report: dict) -> dict:
+    """The latest arrival at each routed net's sinks, by (cell, port), from nextpnr's
+    ``--report`` written with ``--detailed-timing-report`` (it gives each sink's (earliest,
+    latest) arrival: the path to the net's driver and the routed wire)."""
+    return {(e["cell"], e["port"]): max(e["delay"]) if isinstance(e["delay"], list) else e["delay"]
+            for n in report.get("detailed_net_timings", []) for e in n.get("endpoints", [])}
 
 
 def analyse(doc: dict, routed: dict | None = None):
-    """The endpoints, latest first, and a function giving the path to one; wires' delays from
-    ``routed`` (:func:`routed_delays`) where it has them, else estimated from the placement."""
+    """The endpoints, latest first, and a function giving the path to one.  A wire's delay is
+    estimated from the placement, or, where ``routed`` (:func:`routed_arrivals`) has its sink's
+    arrival, that less the arrival at its driver's output (a register's clock-to-output, or the
+    latest of a logic cell's routed inputs and the cell's delay): the routed wire's own delay."""
     routed = routed or {}
     m = next(iter(doc["modules"].values()))
     cells = m["cells"]
@@ -91,9 +94,20 @@ def analyse(doc: dict, routed: dict | None = None):
                 net[b] = name
     memo: dict = {}
 
+    def routed_out(bit):
+        """The routed arrival at net ``bit``'s driver output (None if the report lacks one)."""
+        name, out = driver[bit]
+        c = cells[name]
+        if c["type"] in CLK_TO_Q and out not in ("F", "OFX"):
+            return CLK_TO_Q[c["type"]]
+        got = [routed[(name, p)] + delay for p, d in c["port_directions"].items() if d == "input"
+               and (name, p) in routed for o, delay in comb_arcs(c, p) if o == out]
+        return max(got) if got else None
+
     def wire(bit, sink: str, port: str) -> float:
         got = routed.get((sink, port))
-        return got if got is not None else wire_delay(loc[driver[bit][0]], loc[sink], port)
+        out = routed_out(bit) if got is not None else None
+        return got - out if out is not None else wire_delay(loc[driver[bit][0]], loc[sink], port)
 
     def arrival(bit):
         """The latest arrival at net ``bit``'s driver output, and the input it came through."""
@@ -162,7 +176,7 @@ def main(argv=None) -> int:
         if what == "placed":
             doc = got
         else:
-            routed = routed_delays(got)
+            routed = routed_arrivals(got)
             if not routed:
                 print(f"placed_sta: {path}: no detailed_net_timings (nextpnr's --detailed-timing-report "
                       "with routing)", file=sys.stderr)

@@ -75,22 +75,26 @@ def test_place_design_bad_hardware_is_one_line(tmp_path):
 
 
 def test_placed_sta_takes_routed_delays_where_the_report_has_them(tmp_path):
-    """With a routed report, its arcs' delays replace the placement's estimates (the LUT's input
-    and b's here); an arc it leaves out (c's) keeps the estimate."""
+    """With a routed report (each sink's (earliest, latest) arrival, as nextpnr's
+    --detailed-timing-report gives them), a wire's delay is its sink's latest arrival less its
+    driver's output's (the LUT's input and b's here); an arc it leaves out (c's) keeps the
+    estimate."""
+    q, lut = placed_sta.CLK_TO_Q["TRELLIS_FF"], placed_sta.LUT
+    at_lut, at_b = q + 3.25, q + 3.25 + lut + 1.5
     report = {"detailed_net_timings": [
-        {"net": "q_a", "driver": "a", "port": "Q", "endpoints": [{"cell": "lut", "port": "A", "delay": 3.25}]},
-        {"net": "lut_out", "driver": "lut", "port": "F", "endpoints": [{"cell": "b", "port": "DI", "delay": 1.5}]}]}
-    routed = placed_sta.routed_delays(report)
-    ends, _, _ = placed_sta.analyse(_placement((13, 14), (60, 14)), routed)
-    q = placed_sta.CLK_TO_Q["TRELLIS_FF"]
+        {"net": "q_a", "driver": "a", "port": "Q", "endpoints": [{"cell": "lut", "port": "A", "delay": [1.0, at_lut]}]},
+        {"net": "lut_out", "driver": "lut", "port": "F", "endpoints": [{"cell": "b", "port": "DI", "delay": [2.0, at_b]}]}]}
+    routed = placed_sta.routed_arrivals(report)
+    ends, path, _ = placed_sta.analyse(_placement((13, 14), (60, 14)), routed)
     assert {name: t for t, name, _, _ in ends} == pytest.approx(
-        {"b": q + 3.25 + placed_sta.LUT + 1.5, "c": q + placed_sta.wire_delay((10, 10), (10, 10), "DI")}, abs=1e-9)
+        {"b": at_b, "c": q + placed_sta.wire_delay((10, 10), (10, 10), "DI")}, abs=1e-9)
+    assert [round(step[0], 6) for step in path(ends[0][3])] == [round(q, 6), round(at_lut + lut, 6)]
     placed, rep = tmp_path / "placed.json", tmp_path / "report.json"
     placed.write_text(json.dumps(_placement((13, 14), (60, 14))))
     rep.write_text(json.dumps(report))
     run = subprocess.run([sys.executable, str(ROOT / "scripts" / "placed_sta.py"), str(placed), "--report", str(rep)],
                          capture_output=True, text=True, check=True)
-    assert run.stdout.startswith(f"2 endpoints; worst {q + 3.25 + placed_sta.LUT + 1.5:.2f} ns")
+    assert run.stdout.startswith(f"2 endpoints; worst {at_b:.2f} ns")
     rep.write_text(json.dumps({"fmax": {}}))        # (routed without --detailed-timing-report)
     run = subprocess.run([sys.executable, str(ROOT / "scripts" / "placed_sta.py"), str(placed), "--report", str(rep)],
                          capture_output=True, text=True)
