@@ -13,7 +13,8 @@ Verilog), ``netlist.json`` (``synth_ecp5``), ``placed.json`` (nextpnr with ``--n
 ``sta.txt``, the worst path of each group of late endpoints by ``scripts/placed_sta.py``, and its
 first line printed), ``routed.json`` and ``report.json`` with ``--route`` (router2, from the
 placement; nextpnr's Fmax printed; then ``routed_sta.txt``, the same list with the routed
-wires' delays).  nextpnr runs with the flags ``accelgen.pnr`` uses for
+wires' delays; router2 is stopped, with a one-line error, when it climbs back from its fewest
+overused wires: :func:`diverging`).  nextpnr runs with the flags ``accelgen.pnr`` uses for
 ``rtl_fmax_mhz`` (only the clock's pin constrained) and, by default, ``--effort heap``
 (:data:`accelgen.pnr.PNR_HEAP`: the analytic placer weighing timing, and no timing-driven
 rip-up in routing), with which ``small``'s whole top routes best (docs/fpga.md); nextpnr keeps
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import shutil
 import subprocess
@@ -38,6 +40,55 @@ from accelgen.pnr import (PNR_DENSE, PNR_HEAP, PNR_TIMING_EFFORT, constraints, n
                           nextpnr_missing, yosys_script)
 
 EFFORTS = {"heap": PNR_HEAP, "dense": PNR_DENSE, "timing": PNR_TIMING_EFFORT}
+
+#: router2 is stopped when its overused wires have not come to a new fewest for this many
+#: iterations and are twice the fewest and more: on ``small`` it came within 25-342 wires of
+#: routing on some placements and then climbed back to thousands over the next hundred
+#: iterations (an hour and more), never converging (docs/fpga.md).
+ROUTER_PATIENCE = 40
+_ROUTER2_ITER = re.compile(r"iter=(\d+) wires=\d+ overused=(\d+)")
+
+
+def diverging(history: list[tuple[int, int]], patience: int = ROUTER_PATIENCE) -> bool:
+    """Whether router2's (iteration, overused wires) so far say it will not converge: no new
+    fewest for ``patience`` iterations, and now at least twice the fewest (and 10 more)."""
+    if not history or patience <= 0:
+        return False
+    best = min(over for _, over in history)
+    first_best = next(i for i, over in history if over == best)
+    now_iter, now = history[-1]
+    return now_iter - first_best >= patience and now >= 2 * best + 10
+
+
+def _route(out: Path, cmd: list[str], patience: int) -> None:
+    """nextpnr's routing (router2), its log in ``route.log``, stopped if it diverges."""
+    start = time.perf_counter()
+    print("place_design: nextpnr routing (router2) ...", flush=True)
+    history: list[tuple[int, int]] = []
+    with open(out / "route.log", "w") as f, open(out / "route.log") as log:
+        proc = subprocess.Popen(cmd, cwd=out, stdout=f, stderr=subprocess.STDOUT)
+        try:
+            while proc.poll() is None:
+                time.sleep(2)
+                history += [(int(a), int(b)) for a, b in _ROUTER2_ITER.findall(log.read())]
+                if diverging(history, patience):
+                    proc.terminate()
+                    proc.wait()
+                    best = min(over for _, over in history)
+                    raise AccelgenError(
+                        f"router2 did not converge: {history[-1][1]} overused wires at its iteration {history[-1][0]}, "
+                        f"the fewest {best} at {next(i for i, o in history if o == best)}; the placement is kept "
+                        f"(try another --seed, or --router-patience 0 to wait) (log: {out / 'route.log'})")
+        except BaseException:
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait()
+            raise
+    if proc.returncode != 0:
+        lines = [l for l in (out / "route.log").read_text().splitlines() if l.strip()]
+        last = next((l for l in reversed(lines) if "ERROR" in l), lines[-1] if lines else "no output")
+        raise AccelgenError(f"nextpnr routing failed: {last.strip()} (log: {out / 'route.log'})")
+    print(f"place_design: nextpnr routing (router2) done in {time.perf_counter() - start:.0f} s", flush=True)
 
 
 def _stage(what: str, out: Path, cmd: list[str], cwd: Path, log: str) -> None:
@@ -67,6 +118,9 @@ def main(argv=None) -> int:
                              "rip-up: what routes small's whole top best; accelgen.pnr.PNR_HEAP), 'dense' (the "
                              "electrostatic placer, no rip-up; PNR_DENSE) or 'timing' (the analytic placer and "
                              "timing-driven rip-up, as make bench places tiny; PNR_TIMING_EFFORT)")
+    parser.add_argument("--router-patience", type=int, default=ROUTER_PATIENCE, metavar="N",
+                        help="stop router2 when its overused wires have had no new fewest for N iterations and "
+                             "are twice the fewest (default: %(default)s; 0: never)")
     parser.add_argument("--nextpnr-args", default="", metavar="ARGS",
                         help="more nextpnr options for placement and routing, one string "
                              "(e.g. \"--placer-heap-beta 0.7\")")
@@ -122,10 +176,8 @@ def _run(args) -> int:
         _sta(out, "placed.json", "sta.txt")
     print(f"place_design: placed: {(out / 'sta.txt').read_text().splitlines()[0]} (rough: scripts/placed_sta.py)")
     if args.route and not (out / "report.json").exists():
-        _stage("nextpnr routing (router2)", out, [tool, "--json", "placed.json", *common, "--no-place",
-                                                  "--report", "report.partial.json", "--detailed-timing-report",
-                                                  "--write", "routed.json"],
-               out, "route.log")
+        _route(out, [tool, "--json", "placed.json", *common, "--no-place", "--report", "report.partial.json",
+                     "--detailed-timing-report", "--write", "routed.json"], args.router_patience)
         (out / "report.partial.json").rename(out / "report.json")
     if (out / "report.json").exists():
         fmax = json.loads((out / "report.json").read_text()).get("fmax", {})

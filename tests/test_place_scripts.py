@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,42 @@ def test_placed_sta_takes_routed_delays_where_the_report_has_them(tmp_path):
     run = subprocess.run([sys.executable, str(ROOT / "scripts" / "placed_sta.py"), str(placed), "--report", str(rep)],
                          capture_output=True, text=True)
     assert run.returncode == 2 and run.stderr.count("\n") == 1 and "detailed-timing-report" in run.stderr
+
+
+def test_place_design_stops_router2_only_when_it_climbs_back():
+    """router2's overused wires by iteration: converging (even slowly, or on a plateau) goes on;
+    no new fewest for the patience and twice the fewest stops it (small on ccd40ef, seed 1: 140
+    at iteration 50, 383 at 80, 1,227 at 89)."""
+    import place_design
+
+    converging = [(i, 40000 // (i + 1)) for i in range(200)]
+    assert not any(place_design.diverging(converging[:n]) for n in range(1, 201))
+    plateau = [(i, 5000 // (i + 1)) for i in range(30)] + [(i, 150 + i % 7) for i in range(30, 300)]
+    assert not any(place_design.diverging(plateau[:n]) for n in range(1, 301))
+    climb = [(i, 40000 // (i + 1)) for i in range(50)] + [(50 + i, 800 + 100 * i) for i in range(60)]
+    stops = [n for n in range(1, len(climb) + 1) if place_design.diverging(climb[:n])]
+    best_at = 49                                  # (the fewest, 800, at iteration 49)
+    assert stops and climb[stops[0] - 1][0] - best_at == place_design.ROUTER_PATIENCE
+    assert not place_design.diverging(climb, patience=0)
+
+
+def test_place_design_stops_a_diverging_router_with_one_line(tmp_path):
+    """A stand-in for nextpnr that logs router2's iterations climbing back and then hangs: the
+    routing stage stops it and says so in one line, naming the fewest overused wires."""
+    import place_design
+    from costmodel.base import AccelgenError
+
+    fake = tmp_path / "fake_nextpnr.py"
+    fake.write_text("import sys, time\n"
+                    "for i in range(100):\n"
+                    "    print(f'Info:     iter={i} wires=600000 overused={40000 // (i + 1) if i < 50 else 800 + 100 * i} "
+                    "overuse=0 archfail=NA')\n"
+                    "sys.stdout.flush()\n"
+                    "time.sleep(120)\n")
+    start = time.monotonic()
+    with pytest.raises(AccelgenError) as err:
+        place_design._route(tmp_path, [sys.executable, str(fake)], place_design.ROUTER_PATIENCE)
+    assert time.monotonic() - start < 60                     # (stopped, not waited for)
+    message = str(err.value)
+    assert "\n" not in message and "did not converge" in message and "the fewest 800 at 49" in message
+    assert "iter=99" in (tmp_path / "route.log").read_text()
