@@ -85,9 +85,7 @@ def _route(out: Path, cmd: list[str], patience: int) -> None:
                 proc.wait()
             raise
     if proc.returncode != 0:
-        lines = [l for l in (out / "route.log").read_text().splitlines() if l.strip()]
-        last = next((l for l in reversed(lines) if "ERROR" in l), lines[-1] if lines else "no output")
-        raise AccelgenError(f"nextpnr routing failed: {last.strip()} (log: {out / 'route.log'})")
+        raise _failed("nextpnr routing", out / "route.log")
     print(f"place_design: nextpnr routing (router2) done in {time.perf_counter() - start:.0f} s", flush=True)
 
 
@@ -97,10 +95,15 @@ def _stage(what: str, out: Path, cmd: list[str], cwd: Path, log: str) -> None:
     with open(out / log, "w") as f:
         proc = subprocess.run(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT, check=False)
     if proc.returncode != 0:
-        lines = [l for l in (out / log).read_text().splitlines() if l.strip()]
-        last = next((l for l in reversed(lines) if "ERROR" in l), lines[-1] if lines else "no output")
-        raise AccelgenError(f"{what} failed: {last.strip()} (log: {out / log})")
+        raise _failed(what, out / log)
     print(f"place_design: {what} done in {time.perf_counter() - start:.0f} s", flush=True)
+
+
+def _failed(what: str, log: Path) -> AccelgenError:
+    """A tool's failure in one line: its log's last ERROR line (or last line)."""
+    lines = [l for l in log.read_text().splitlines() if l.strip()]
+    last = next((l for l in reversed(lines) if "ERROR" in l), lines[-1] if lines else "no output")
+    return AccelgenError(f"{what} failed: {last.strip()} (log: {log})")
 
 
 def main(argv=None) -> int:
